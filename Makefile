@@ -1,0 +1,68 @@
+# User commands. `make demo` and `make check` work as the first command on a
+# fresh Debian 12 machine (as root they apt-get what is missing).
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+BUILD_TSAN ?= build-tsan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+CTEST       = ctest --output-on-failure -j $(JOBS) --timeout 180
+
+.PHONY: all build deps demo check check-unit check-asan check-tsan check-format \
+        check-gen format gen bench bench-compare install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@scripts/deps.sh demo || echo "ushmem: (OSHMEM comparison skipped)"
+	@scripts/demo.sh $(BUILD)
+
+check:
+	@scripts/deps.sh check
+	@$(MAKE) --no-print-directory check-gen check-format check-unit check-asan check-tsan
+	@echo "ushmem: all checks passed"
+
+check-unit: build
+	@cd $(BUILD) && $(CTEST)
+
+check-asan:
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=address,undefined >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(CTEST) -E '^sh/|launcher'
+
+check-tsan:
+	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=thread >/dev/null
+	@cmake --build $(BUILD_TSAN) -j $(JOBS)
+	@cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 setarch -R $(CTEST) -E '^sh/|launcher'
+
+check-gen:
+	@scripts/check_gen.sh
+
+check-format:
+	@scripts/format.sh --check
+
+format:
+	@scripts/format.sh
+
+gen:
+	@/usr/bin/python3 scripts/gen_api.py
+
+bench: build
+	@$(BUILD)/tools/ushrun -n 2 $(BUILD)/bench/shmem_bench
+
+bench-compare: build
+	@scripts/deps.sh bench
+	@USHCC=$(BUILD)/tools/ushcc USHRUN="$(BUILD)/tools/ushrun -n 2" scripts/bench_compare.sh
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)

@@ -1,0 +1,98 @@
+/* Atomic memory operations and put-with-signal on mapped peers.
+ *
+ * Atomicity rule (DESIGN.md): every AMO on a mapped peer is a CPU atomic
+ * instruction on the shared page, which is atomic against the peer's own CPU
+ * atomics and against other PEs' AMOs. Transports without mapping (mpi, later)
+ * must route all AMOs of a job through one mechanism; see docs/design.md. */
+#include <string.h>
+
+#include "core/core.h"
+#include "core/prims.h"
+
+static char *amo_target(void *dest, size_t size, int pe, const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (pe < 0 || pe >= ushmemi_g.n_pes)
+        ushmemi_fatal(call, "PE %d out of range (n_pes %d)", pe, ushmemi_g.n_pes);
+    if ((uintptr_t)dest % size)
+        ushmemi_fatal(call, "dest %p is not aligned to %zu bytes", dest, size);
+    if (ushmemi_seg_of(dest, size) < 0)
+        ushmemi_fatal(call, "%p is not a symmetric address", dest);
+    char *r = ushmemi_xlate(dest, pe);
+    if (!r)
+        ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
+                      ushmemi_pe_transport_name(pe));
+    return r;
+}
+
+#define AMO_BODY(T)                                                                   \
+    do {                                                                              \
+        T *p = (T *)r, v = (T)value, c = (T)cond;                                     \
+        switch (op) {                                                                 \
+        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST); \
+        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;     \
+        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); \
+        case USHMEMI_AMO_CSWAP:                                                       \
+            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+            return (uint64_t)c;                                                       \
+        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); \
+        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); \
+        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); \
+        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); \
+        }                                                                             \
+    } while (0)
+
+/* Signed and unsigned, int and float of one size are the same bit operation
+ * for every op we offer (two's complement add; floats only fetch/set/swap). */
+uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
+                     uint64_t cond, int pe, const char *call)
+{
+    (void)ctx;
+    size_t size = USHMEMI_DT_SIZE(dtype);
+    char *r = amo_target(dest, size, pe, call);
+    if (USHMEMI_DT_KIND(dtype) == USHMEMI_KIND_FLOAT && op != USHMEMI_AMO_FETCH &&
+        op != USHMEMI_AMO_SET && op != USHMEMI_AMO_SWAP)
+        ushmemi_fatal(call, "operation not defined for floating point");
+    switch (size) {
+    case 4: AMO_BODY(uint32_t); break;
+    case 8: AMO_BODY(uint64_t); break;
+    default: break;
+    }
+    ushmemi_fatal(call, "unsupported AMO size %zu", size);
+}
+
+void ushmemi_amo_nbi(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *fetch, void *dest,
+                     uint64_t value, uint64_t cond, int pe, const char *call)
+{
+    uint64_t old = ushmemi_amo(ctx, op, dtype, dest, value, cond, pe, call);
+    if (!fetch)
+        ushmemi_fatal(call, "fetch is NULL");
+    memcpy(fetch, &old, USHMEMI_DT_SIZE(dtype)); /* little-endian: low bytes */
+}
+
+void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                       const char *call)
+{
+    (void)ctx;
+    uint64_t *r = (uint64_t *)amo_target(sig_addr, sizeof *sig_addr, pe, call);
+    if (sig_op == SHMEM_SIGNAL_SET)
+        __atomic_store_n(r, signal, __ATOMIC_RELEASE);
+    else if (sig_op == SHMEM_SIGNAL_ADD)
+        __atomic_fetch_add(r, signal, __ATOMIC_RELEASE);
+    else
+        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+}
+
+/* The data must be visible before the signal: the full fence also orders the
+ * non-temporal stores a large memcpy uses. */
+void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes,
+                        uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, int nbi,
+                        const char *call)
+{
+    (void)nbi;
+    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+    ushmemi_put(ctx, dest, src, nbytes, pe, call);
+    atomic_thread_fence(memory_order_seq_cst);
+    ushmemi_signal_op(ctx, sig_addr, signal, sig_op, pe, call);
+}

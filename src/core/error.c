@@ -1,0 +1,64 @@
+/* Error strings and the one-line reporting every layer uses. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/state.h"
+
+const char *ushmemi_strerror(int err)
+{
+    switch (err) {
+#define USHMEMI_ERR_CASE(name, val, msg) \
+    case (val): return msg;
+        USHMEMI_ERRORS(USHMEMI_ERR_CASE)
+#undef USHMEMI_ERR_CASE
+    }
+    return "unknown error";
+}
+
+static void vreport(const char *call, const char *fmt, va_list ap)
+{
+    char line[512];
+    int n;
+    if (ushmemi_g.n_pes > 0)
+        n = snprintf(line, sizeof line, "ushmem: PE %d: %s: ", ushmemi_g.my_pe, call);
+    else
+        n = snprintf(line, sizeof line, "ushmem: %s: ", call);
+    if (n < 0 || (size_t)n >= sizeof line)
+        n = 0;
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    /* One write so lines from several PEs do not interleave mid-line. */
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+}
+
+void ushmemi_error(const char *call, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(call, fmt, ap);
+    va_end(ap);
+}
+
+void ushmemi_debug(const char *call, const char *fmt, ...)
+{
+    if (!ushmemi_env.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(call, fmt, ap);
+    va_end(ap);
+}
+
+_Noreturn void ushmemi_fatal(const char *call, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(call, fmt, ap);
+    va_end(ap);
+    if (ushmemi_g.n_pes > 1)
+        ushmemi_bootstrap_abort(1, "fatal error");
+    _exit(1);
+}

@@ -1,0 +1,128 @@
+/* Internal primitives behind the public API. The generated typed API
+ * (src/gen/api_gen.c) is a thin layer over these: each public routine passes its
+ * own name as `call` so errors read "PE n: shmem_int_put: reason".
+ *
+ * Contract for every primitive: arguments are validated (PE range, symmetric
+ * address, sizes); on bad input the primitive reports through ushmemi_fatal (the
+ * public routines return void) unless it returns a status. */
+#ifndef USHMEM_PRIMS_H
+#define USHMEM_PRIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/state.h"
+
+/* The library must be initialized; fatal otherwise. Cheap (one load). */
+#define USHMEMI_CHECK_INIT(call)                                    \
+    do {                                                            \
+        if (USHMEMI_UNLIKELY(!ushmemi_g.initialized))               \
+            ushmemi_fatal(call, "OpenSHMEM library not initialized"); \
+    } while (0)
+
+/* ---- RMA (nbytes may be 0, then pointers may be NULL) ---- */
+void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                 const char *call);
+void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                 const char *call);
+void ushmemi_put_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                     const char *call);
+void ushmemi_get_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                     const char *call);
+/* Strided: element i goes from src[i*sst] to dest[i*dst] (strides in elements). */
+void ushmemi_iput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                  size_t nelems, size_t esize, int pe, const char *call);
+void ushmemi_iget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                  size_t nelems, size_t esize, int pe, const char *call);
+/* 1.6 blocked strided: nblocks blocks of bsize elements. */
+void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                   size_t bsize, size_t nblocks, size_t esize, int pe, const char *call);
+void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                   size_t bsize, size_t nblocks, size_t esize, int pe, const char *call);
+/* Single element of esize bytes (p / g). NOTE: g is ushmemi_get_elem, since
+ * ushmemi_g is the state variable. */
+void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int pe,
+               const char *call);
+void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize, int pe,
+               const char *call);
+
+/* ---- AMOs: value/cond/result are bit patterns in the low dtype-size bytes ---- */
+uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
+                     uint64_t cond, int pe, const char *call);
+void ushmemi_amo_nbi(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *fetch, void *dest,
+                     uint64_t value, uint64_t cond, int pe, const char *call);
+
+/* ---- Signals ---- */
+void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes,
+                        uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, int nbi,
+                        const char *call);
+void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                       const char *call);
+
+/* ---- Point-to-point synchronization ---- */
+/* Compare *ivar (dtype) with *value using SHMEM_CMP_*; 1 if satisfied. */
+int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *value,
+                    const char *call);
+/* Wait loop state: spin, then yield, keep progress going, notice job abort. */
+typedef struct {
+    unsigned spins;
+    const char *call;
+} ushmemi_waiter_t;
+void ushmemi_wait_poll(ushmemi_waiter_t *w);
+
+void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *value,
+                        const char *call);
+int ushmemi_test(volatile void *ivar, int dtype, int cmp, const void *value, const char *call);
+/* Array forms. status may be NULL (all included); value is one value, values
+ * an array of nelems (vector forms: pass values, value NULL). Return as in the
+ * spec: _all -> void (wait) / 1|0 (test); _any -> index or SIZE_MAX; _some ->
+ * count with indices written. */
+void ushmemi_wait_until_all(volatile void *ivars, size_t nelems, const int *status, int dtype,
+                            int cmp, const void *value, const void *values, const char *call);
+size_t ushmemi_wait_until_any(volatile void *ivars, size_t nelems, const int *status, int dtype,
+                              int cmp, const void *value, const void *values, const char *call);
+size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indices,
+                               const int *status, int dtype, int cmp, const void *value,
+                               const void *values, const char *call);
+int ushmemi_test_all(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
+                     const void *value, const void *values, const char *call);
+size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype,
+                        int cmp, const void *value, const void *values, const char *call);
+size_t ushmemi_test_some(volatile void *ivars, size_t nelems, size_t *indices, const int *status,
+                         int dtype, int cmp, const void *value, const void *values,
+                         const char *call);
+
+/* ---- Ordering / barriers ---- */
+void ushmemi_quiet(shmem_ctx_t ctx);
+void ushmemi_fence(shmem_ctx_t ctx);
+/* Barrier among all PEs of the job over shared memory (no quiet). */
+void ushmemi_sync_world(void);
+
+/* ---- Collectives and reductions (teams) ---- */
+typedef enum {
+    USHMEMI_OP_AND,
+    USHMEMI_OP_OR,
+    USHMEMI_OP_XOR,
+    USHMEMI_OP_MAX,
+    USHMEMI_OP_MIN,
+    USHMEMI_OP_SUM,
+    USHMEMI_OP_PROD,
+} ushmemi_redop_t;
+int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                      const char *call);
+int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                    const char *call);
+int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                     const char *call);
+int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                     const char *call);
+int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst,
+                      ptrdiff_t sst, size_t nelems, size_t esize, const char *call);
+int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
+                   ushmemi_redop_t op, const char *call);
+int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
+                 int exclusive, const char *call);
+/* Deprecated active-set forms map the (start, logstride, size) triple to a team. */
+shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const char *call);
+
+#endif

@@ -1,0 +1,111 @@
+/* Runtime state shared by the core, heap, RMA, sync and transports. */
+#ifndef USHMEM_STATE_H
+#define USHMEM_STATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+
+typedef enum { USHMEMI_MEM_HOST = 0, USHMEMI_MEM_DEVICE = 1 } ushmemi_mem_kind_t;
+
+/* Symmetric segments. HEAP starts with a reserved internal region (sync flags,
+ * collective scratch) followed by the user heap; DATA is the executable's
+ * writable data segment (.data/.bss) remapped onto shared memory at init. */
+enum { USHMEMI_SEG_HEAP = 0, USHMEMI_SEG_DATA = 1, USHMEMI_NSEG = 2 };
+
+typedef struct {
+    char *base;  /* this PE's copy */
+    size_t size; /* 0 = segment absent */
+    ushmemi_mem_kind_t kind;
+    int fd;      /* memfd backing this PE's copy (-1 once shared) */
+    char **peer; /* [n_pes]: base of peer's copy mapped here, or NULL */
+} ushmemi_seg_t;
+
+/* Internal region at the start of every heap: fixed layout, same on every PE. */
+#define USHMEMI_MAX_ROUNDS 32
+typedef struct {
+    /* dissemination barrier: flag[r] is written by the round-r partner */
+    _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t barrier_flag[USHMEMI_MAX_ROUNDS][8];
+    /* heap debug checks: each PE writes its request here */
+    _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t alloc_check[4];
+} ushmemi_sync_region_t;
+#define USHMEMI_INTERNAL_SIZE ((size_t)1 << 20) /* reserved at heap start */
+
+typedef struct {
+    int initialized;   /* init refcount (1.6: init/finalize pairs) */
+    int ever_initialized;
+    int my_pe, n_pes;
+    int local_rank, local_size;
+    int thread_level;
+    ushmemi_seg_t seg[USHMEMI_NSEG];
+    ushmemi_sync_region_t *sync; /* == seg[HEAP].base */
+    uint64_t barrier_epoch;      /* barriers completed by this PE */
+    _Atomic int aborting;
+} ushmemi_state_t;
+
+extern ushmemi_state_t ushmemi_g;
+
+/* Translate a symmetric address of this PE to the peer's copy mapped here.
+ * Returns NULL if addr is not symmetric or the peer is not mapped. */
+static inline void *ushmemi_xlate(const void *addr, int pe)
+{
+    uintptr_t a = (uintptr_t)addr;
+    for (int s = 0; s < USHMEMI_NSEG; s++) {
+        const ushmemi_seg_t *seg = &ushmemi_g.seg[s];
+        uintptr_t off = a - (uintptr_t)seg->base;
+        if (off < seg->size)
+            return seg->peer[pe] ? seg->peer[pe] + off : NULL;
+    }
+    return NULL;
+}
+
+/* Segment index of a local symmetric address, or -1. */
+static inline int ushmemi_seg_of(const void *addr, size_t len)
+{
+    uintptr_t a = (uintptr_t)addr;
+    for (int s = 0; s < USHMEMI_NSEG; s++) {
+        const ushmemi_seg_t *seg = &ushmemi_g.seg[s];
+        uintptr_t off = a - (uintptr_t)seg->base;
+        if (off < seg->size && len <= seg->size - off)
+            return s;
+    }
+    return -1;
+}
+
+/* ---- Data types (for AMOs, wait/test, reductions) ---- */
+typedef enum {
+    USHMEMI_KIND_SINT = 1,
+    USHMEMI_KIND_UINT = 2,
+    USHMEMI_KIND_FLOAT = 3,
+    USHMEMI_KIND_COMPLEX = 4,
+} ushmemi_kind_t;
+/* A dtype packs kind and byte size: kind << 8 | size. */
+#define USHMEMI_DT(kind, size) ((int)(((kind) << 8) | (size)))
+#define USHMEMI_DT_KIND(dt) ((dt) >> 8)
+#define USHMEMI_DT_SIZE(dt) ((size_t)((dt)&0xff))
+
+/* ---- AMO descriptor ---- */
+typedef enum {
+    USHMEMI_AMO_FETCH,
+    USHMEMI_AMO_SET,
+    USHMEMI_AMO_SWAP,
+    USHMEMI_AMO_CSWAP,
+    USHMEMI_AMO_ADD, /* fetch_add / add / inc (value 1) */
+    USHMEMI_AMO_AND,
+    USHMEMI_AMO_OR,
+    USHMEMI_AMO_XOR,
+} ushmemi_amo_op_t;
+
+typedef struct {
+    ushmemi_amo_op_t op;
+    int dtype;
+    void *remote; /* symmetric address (this PE's view) */
+    uint64_t value, cond; /* operands, bit patterns in the low dtype-size bytes */
+    uint64_t result;      /* fetched value (out) */
+    void *fetch_out;      /* _nbi fetching AMOs: where to store result, else NULL */
+    int pe;
+} ushmemi_amo_desc_t;
+
+#endif

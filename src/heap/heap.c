@@ -1,0 +1,341 @@
+/* The host symmetric heap: one memfd per PE (internal region, then the user
+ * arena), and the collective allocation routines over it.
+ *
+ * memfd rather than shm_open: the memory has no name in the file system, so
+ * nothing is left behind in /dev/shm whatever way the job ends. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/prims.h"
+#include "heap/alloc.h"
+#include "heap/heap.h"
+#include "heap/reg.h"
+
+static ushmemi_alloc_t *arena;
+static ushmemi_reg_t *registry;
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define HEAP_MIN_ALIGN 64
+
+int ushmemi_heap_init(const char *call)
+{
+    ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_HEAP];
+    size_t user = ushmemi_env.heap_size;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t total;
+    int rc;
+
+    if (user == 0 || user > SIZE_MAX - USHMEMI_INTERNAL_SIZE - page) {
+        ushmemi_error(call, "symmetric heap size %zu is not usable (SHMEM_SYMMETRIC_SIZE)", user);
+        return USHMEM_EINVAL;
+    }
+    total = (USHMEMI_INTERNAL_SIZE + user + page - 1) & ~(page - 1);
+    int fd = memfd_create("ushmem-heap", MFD_CLOEXEC);
+    if (fd < 0) {
+        ushmemi_error(call, "memfd_create: %s", strerror(errno));
+        return USHMEM_ESYS;
+    }
+    if (ftruncate(fd, (off_t)total) != 0) {
+        ushmemi_error(call, "cannot size the heap to %zu bytes: %s", total, strerror(errno));
+        rc = USHMEM_ENOMEM;
+        goto close_fd;
+    }
+    void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (base == MAP_FAILED) {
+        ushmemi_error(call, "cannot map a %zu-byte heap: %s", total, strerror(errno));
+        rc = USHMEM_ENOMEM;
+        goto close_fd;
+    }
+    rc = ushmemi_alloc_create(&arena, total - USHMEMI_INTERNAL_SIZE, HEAP_MIN_ALIGN);
+    if (rc)
+        goto unmap;
+    rc = ushmemi_reg_create(&registry);
+    if (rc)
+        goto destroy_arena;
+    seg->peer = calloc((size_t)ushmemi_g.n_pes, sizeof *seg->peer);
+    if (!seg->peer) {
+        rc = USHMEM_ENOMEM;
+        goto destroy_reg;
+    }
+    seg->base = base;
+    seg->size = total;
+    seg->kind = USHMEMI_MEM_HOST;
+    seg->fd = fd;
+    seg->peer[ushmemi_g.my_pe] = base;
+    ushmemi_g.sync = base;
+    ushmemi_g.barrier_epoch = 0;
+    return 0;
+
+destroy_reg:
+    ushmemi_reg_destroy(registry);
+    registry = NULL;
+destroy_arena:
+    ushmemi_alloc_destroy(arena);
+    arena = NULL;
+unmap:
+    munmap(base, total);
+close_fd:
+    close(fd);
+    return rc;
+}
+
+void ushmemi_heap_fini(void)
+{
+    ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_HEAP];
+    if (!seg->base)
+        return;
+    if (seg->fd >= 0)
+        close(seg->fd);
+    munmap(seg->base, seg->size);
+    free(seg->peer);
+    memset(seg, 0, sizeof *seg);
+    seg->fd = -1;
+    ushmemi_g.sync = NULL;
+    ushmemi_reg_destroy(registry);
+    registry = NULL;
+    ushmemi_alloc_destroy(arena);
+    arena = NULL;
+}
+
+static char *arena_base(void)
+{
+    return ushmemi_g.seg[USHMEMI_SEG_HEAP].base + USHMEMI_INTERNAL_SIZE;
+}
+
+/* Allocation with the spec's semantics: collective, identical offsets on every
+ * PE (the allocator is deterministic), barrier before returning so no PE can
+ * touch the new object on a peer that has not allocated it yet. */
+static void *heap_alloc(size_t size, size_t align, const char *call)
+{
+    size_t off = 0;
+    int rc;
+
+    USHMEMI_CHECK_INIT(call);
+    if (size == 0) {
+        ushmemi_sync_world();
+        return NULL;
+    }
+    pthread_mutex_lock(&heap_lock);
+    rc = ushmemi_alloc_alloc(arena, size, align, &off);
+    pthread_mutex_unlock(&heap_lock);
+    ushmemi_sync_world();
+    if (rc) {
+        if (rc == USHMEM_ENOMEM)
+            ushmemi_debug(call, "symmetric heap exhausted: %zu bytes requested, largest free block "
+                                "%zu of %zu free (raise SHMEM_SYMMETRIC_SIZE)",
+                          size, ushmemi_alloc_largest_free(arena), ushmemi_alloc_bytes_free(arena));
+        else
+            ushmemi_debug(call, "invalid request: size %zu, alignment %zu", size, align);
+        return NULL;
+    }
+    return arena_base() + off;
+}
+
+/* Offset of a pointer returned by heap_alloc, or report why it is not one. */
+static int heap_offset(const void *ptr, size_t *off, const char *call)
+{
+    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)arena_base();
+    size_t size;
+    if (p < b || p - b >= ushmemi_g.seg[USHMEMI_SEG_HEAP].size - USHMEMI_INTERNAL_SIZE) {
+        ushmemi_error(call, "%p is not on the symmetric heap", ptr);
+        return USHMEM_ENOTSYM;
+    }
+    if (ushmemi_alloc_size_of(arena, p - b, &size) != 0) {
+        ushmemi_error(call, "%p is not a live symmetric allocation (double free?)", ptr);
+        return USHMEM_ENOTFOUND;
+    }
+    *off = p - b;
+    return 0;
+}
+
+USHMEMI_API void *shmem_malloc(size_t size)
+{
+    return heap_alloc(size, 1, "shmem_malloc");
+}
+
+USHMEMI_API void *shmem_malloc_with_hints(size_t size, long hints)
+{
+    /* Atomics/signal hints need nothing special on mapped memory; the memory
+     * kind hints select host memory here (device heaps come with CUDA). */
+    if (hints & SHMEMX_MALLOC_DEVICE)
+        ushmemi_debug("shmem_malloc_with_hints",
+                      "SHMEMX_MALLOC_DEVICE requested but no device heap; using host memory");
+    return heap_alloc(size, 1, "shmem_malloc_with_hints");
+}
+
+USHMEMI_API void *shmem_calloc(size_t count, size_t size)
+{
+    if (count && size > SIZE_MAX / count) {
+        USHMEMI_CHECK_INIT("shmem_calloc");
+        ushmemi_sync_world();
+        ushmemi_debug("shmem_calloc", "count %zu x size %zu overflows", count, size);
+        return NULL;
+    }
+    void *p = heap_alloc(count * size, 1, "shmem_calloc");
+    if (p)
+        memset(p, 0, count * size);
+    /* Nobody may write into a peer's block before that peer has zeroed it. */
+    if (p)
+        ushmemi_sync_world();
+    return p;
+}
+
+USHMEMI_API void *shmem_align(size_t alignment, size_t size)
+{
+    if (alignment == 0 || (alignment & (alignment - 1))) {
+        USHMEMI_CHECK_INIT("shmem_align");
+        ushmemi_sync_world();
+        ushmemi_debug("shmem_align", "alignment %zu is not a power of two", alignment);
+        return NULL;
+    }
+    return heap_alloc(size, alignment, "shmem_align");
+}
+
+USHMEMI_API void shmem_free(void *ptr)
+{
+    static const char call[] = "shmem_free";
+    size_t off;
+    USHMEMI_CHECK_INIT(call);
+    /* Barrier first: peers may still be accessing the block. */
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+    ushmemi_sync_world();
+    if (!ptr)
+        return;
+    pthread_mutex_lock(&heap_lock);
+    if (heap_offset(ptr, &off, call) == 0)
+        ushmemi_alloc_free(arena, off);
+    pthread_mutex_unlock(&heap_lock);
+}
+
+USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
+{
+    static const char call[] = "shmem_realloc";
+    size_t off, old_size, new_off;
+    int moved = 0, rc;
+
+    USHMEMI_CHECK_INIT(call);
+    if (!ptr)
+        return heap_alloc(size, 1, call);
+    if (size == 0) {
+        shmem_free(ptr);
+        return NULL;
+    }
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+    ushmemi_sync_world();
+    pthread_mutex_lock(&heap_lock);
+    rc = heap_offset(ptr, &off, call);
+    if (rc == 0) {
+        ushmemi_alloc_size_of(arena, off, &old_size);
+        rc = ushmemi_alloc_realloc(arena, off, size, &new_off, &moved);
+    }
+    if (rc == 0 && moved) {
+        memmove(arena_base() + new_off, ptr, old_size < size ? old_size : size);
+        ushmemi_alloc_free(arena, off);
+    }
+    pthread_mutex_unlock(&heap_lock);
+    ushmemi_sync_world();
+    if (rc) {
+        ushmemi_debug(call, "cannot resize %p to %zu bytes: %s", ptr, size, ushmemi_strerror(rc));
+        return NULL;
+    }
+    return arena_base() + new_off;
+}
+
+USHMEMI_API void *shmalloc(size_t size)
+{
+    return heap_alloc(size, 1, "shmalloc");
+}
+
+USHMEMI_API void shfree(void *ptr)
+{
+    shmem_free(ptr);
+}
+
+USHMEMI_API void *shrealloc(void *ptr, size_t size)
+{
+    return shmem_realloc(ptr, size);
+}
+
+USHMEMI_API void *shmemalign(size_t alignment, size_t size)
+{
+    return shmem_align(alignment, size);
+}
+
+/* ---- Local buffer registration ---- */
+
+static int reg_status(int rc)
+{
+    switch (rc) {
+    case 0: return SHMEMX_SUCCESS;
+    case USHMEM_EOVERLAP: return SHMEMX_ERR_OVERLAP;
+    case USHMEM_ENOTFOUND: return SHMEMX_ERR_NOTFOUND;
+    case USHMEM_ENOMEM: return SHMEMX_ERR_NOMEM;
+    default: return SHMEMX_ERR_INVALID;
+    }
+}
+
+USHMEMI_API int shmemx_buffer_register(void *addr, size_t length)
+{
+    static const char call[] = "shmemx_buffer_register";
+    if (!ushmemi_g.initialized) {
+        ushmemi_error(call, "OpenSHMEM library not initialized");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!addr || length == 0) {
+        ushmemi_error(call, "%s", !addr ? "address is NULL" : "length is 0");
+        return SHMEMX_ERR_INVALID;
+    }
+    pthread_mutex_lock(&reg_lock);
+    int rc = ushmemi_reg_add(registry, addr, length);
+    pthread_mutex_unlock(&reg_lock);
+    if (rc)
+        ushmemi_error(call, "cannot register [%p, +%zu): %s", addr, length, ushmemi_strerror(rc));
+    return reg_status(rc);
+}
+
+USHMEMI_API int shmemx_buffer_unregister(void *addr)
+{
+    static const char call[] = "shmemx_buffer_unregister";
+    if (!ushmemi_g.initialized) {
+        ushmemi_error(call, "OpenSHMEM library not initialized");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!addr) {
+        ushmemi_error(call, "address is NULL");
+        return SHMEMX_ERR_INVALID;
+    }
+    pthread_mutex_lock(&reg_lock);
+    int rc = ushmemi_reg_remove(registry, addr);
+    pthread_mutex_unlock(&reg_lock);
+    if (rc)
+        ushmemi_error(call, "%p is not inside a registered buffer", addr);
+    return reg_status(rc);
+}
+
+USHMEMI_API int shmemx_buffer_unregister_all(void)
+{
+    if (!ushmemi_g.initialized) {
+        ushmemi_error("shmemx_buffer_unregister_all", "OpenSHMEM library not initialized");
+        return SHMEMX_ERR_STATE;
+    }
+    pthread_mutex_lock(&reg_lock);
+    ushmemi_reg_clear(registry);
+    pthread_mutex_unlock(&reg_lock);
+    return SHMEMX_SUCCESS;
+}
+
+/* 1 if [addr, addr+len) is registered (used by transports that need it). */
+int ushmemi_buffer_is_registered(const void *addr, size_t len);
+int ushmemi_buffer_is_registered(const void *addr, size_t len)
+{
+    pthread_mutex_lock(&reg_lock);
+    int r = registry ? ushmemi_reg_lookup(registry, addr, len) : 0;
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}

@@ -1,0 +1,260 @@
+/* Remote memory access. For peers whose segments are mapped here (shm) a put
+ * is a memcpy into the peer's copy and a get a memcpy out of it; the calls
+ * complete before returning, so the _nbi forms are the blocking ones and quiet
+ * only has to order what the CPU may still hold in its store buffers. */
+#include <string.h>
+
+#include "core/core.h"
+#include "core/prims.h"
+
+_Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *call)
+{
+    if (!ushmemi_g.initialized)
+        ushmemi_fatal(call, "OpenSHMEM library not initialized");
+    if (pe < 0 || pe >= ushmemi_g.n_pes)
+        ushmemi_fatal(call, "PE %d out of range (n_pes %d)", pe, ushmemi_g.n_pes);
+    for (int s = 0; s < USHMEMI_NSEG; s++) {
+        const ushmemi_seg_t *seg = &ushmemi_g.seg[s];
+        uintptr_t off = (uintptr_t)addr - (uintptr_t)seg->base;
+        if (off < seg->size && n > seg->size - off)
+            ushmemi_fatal(call, "%zu bytes at %p run past the end of the symmetric %s", n, addr,
+                          s == USHMEMI_SEG_HEAP ? "heap" : "data segment");
+        if (off < seg->size)
+            ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
+                          ushmemi_pe_transport_name(pe));
+    }
+    ushmemi_fatal(call, "%p is not a symmetric address (not on the symmetric heap nor a global)",
+                  addr);
+}
+
+/* The peer's copy of [addr, addr+n), or a fatal error naming what is wrong. */
+static inline char *remote_addr(const void *addr, size_t n, int pe, const char *call)
+{
+    if (USHMEMI_LIKELY((unsigned)pe < (unsigned)ushmemi_g.n_pes)) {
+        for (int s = 0; s < USHMEMI_NSEG; s++) {
+            const ushmemi_seg_t *seg = &ushmemi_g.seg[s];
+            uintptr_t off = (uintptr_t)addr - (uintptr_t)seg->base;
+            if (off < seg->size) {
+                if (USHMEMI_LIKELY(n <= seg->size - off && seg->peer[pe]))
+                    return seg->peer[pe] + off;
+                break;
+            }
+        }
+    }
+    rma_fail(addr, n, pe, call);
+}
+
+void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                 const char *call)
+{
+    (void)ctx;
+    if (USHMEMI_UNLIKELY(nbytes == 0))
+        return;
+    memcpy(remote_addr(dest, nbytes, pe, call), src, nbytes);
+}
+
+void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                 const char *call)
+{
+    (void)ctx;
+    if (USHMEMI_UNLIKELY(nbytes == 0))
+        return;
+    memcpy(dest, remote_addr(src, nbytes, pe, call), nbytes);
+}
+
+void ushmemi_put_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                     const char *call)
+{
+    ushmemi_put(ctx, dest, src, nbytes, pe, call);
+}
+
+void ushmemi_get_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
+                     const char *call)
+{
+    ushmemi_get(ctx, dest, src, nbytes, pe, call);
+}
+
+/* Element copies of 1/2/4/8 bytes are single loads/stores, so a concurrent
+ * reader polling one element never sees it torn. */
+static inline void copy_elem(void *d, const void *s, size_t esize)
+{
+    switch (esize) {
+    case 1: __atomic_store_n((uint8_t *)d, *(const uint8_t *)s, __ATOMIC_RELAXED); break;
+    case 2: {
+        uint16_t v;
+        memcpy(&v, s, 2);
+        __atomic_store_n((uint16_t *)d, v, __ATOMIC_RELAXED);
+        break;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, s, 4);
+        __atomic_store_n((uint32_t *)d, v, __ATOMIC_RELAXED);
+        break;
+    }
+    case 8: {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        __atomic_store_n((uint64_t *)d, v, __ATOMIC_RELAXED);
+        break;
+    }
+    default: memcpy(d, s, esize);
+    }
+}
+
+static inline void load_elem(void *d, const void *s, size_t esize)
+{
+    switch (esize) {
+    case 1: *(uint8_t *)d = __atomic_load_n((const uint8_t *)s, __ATOMIC_RELAXED); break;
+    case 2: {
+        uint16_t v = __atomic_load_n((const uint16_t *)s, __ATOMIC_RELAXED);
+        memcpy(d, &v, 2);
+        break;
+    }
+    case 4: {
+        uint32_t v = __atomic_load_n((const uint32_t *)s, __ATOMIC_RELAXED);
+        memcpy(d, &v, 4);
+        break;
+    }
+    case 8: {
+        uint64_t v = __atomic_load_n((const uint64_t *)s, __ATOMIC_RELAXED);
+        memcpy(d, &v, 8);
+        break;
+    }
+    default: memcpy(d, s, esize);
+    }
+}
+
+void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int pe,
+               const char *call)
+{
+    (void)ctx;
+    char *r = remote_addr(dest, esize, pe, call);
+    if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
+        copy_elem(r, value, esize);
+    else
+        memcpy(r, value, esize);
+}
+
+void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize, int pe,
+               const char *call)
+{
+    (void)ctx;
+    const char *r = remote_addr(src, esize, pe, call);
+    if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
+        load_elem(out, r, esize);
+    else
+        memcpy(out, r, esize);
+}
+
+/* Extent in bytes of a strided access, for the bounds check. */
+static size_t strided_span(ptrdiff_t stride, size_t count, size_t unit, const char *call)
+{
+    if (count == 0)
+        return 0;
+    if (stride <= 0)
+        ushmemi_fatal(call, "stride %td must be positive", stride);
+    size_t s = (size_t)stride;
+    if (count - 1 > (SIZE_MAX - unit) / s / unit)
+        ushmemi_fatal(call, "strided extent overflows");
+    return ((count - 1) * s + 1) * unit;
+}
+
+void ushmemi_iput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                  size_t nelems, size_t esize, int pe, const char *call)
+{
+    ushmemi_ibput(ctx, dest, src, dst, sst, 1, nelems, esize, pe, call);
+}
+
+void ushmemi_iget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                  size_t nelems, size_t esize, int pe, const char *call)
+{
+    ushmemi_ibget(ctx, dest, src, dst, sst, 1, nelems, esize, pe, call);
+}
+
+void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                   size_t bsize, size_t nblocks, size_t esize, int pe, const char *call)
+{
+    (void)ctx;
+    if (nblocks == 0 || bsize == 0)
+        return;
+    size_t span = strided_span(dst, nblocks, esize, call) + (bsize - 1) * esize;
+    strided_span(sst, nblocks, esize, call);
+    char *r = remote_addr(dest, span, pe, call);
+    const char *l = src;
+    for (size_t b = 0; b < nblocks; b++) {
+        char *d = r + b * (size_t)dst * esize;
+        const char *s = l + b * (size_t)sst * esize;
+        if (bsize == 1)
+            copy_elem(d, s, esize);
+        else
+            memcpy(d, s, bsize * esize);
+    }
+}
+
+void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                   size_t bsize, size_t nblocks, size_t esize, int pe, const char *call)
+{
+    (void)ctx;
+    if (nblocks == 0 || bsize == 0)
+        return;
+    size_t span = strided_span(sst, nblocks, esize, call) + (bsize - 1) * esize;
+    strided_span(dst, nblocks, esize, call);
+    const char *r = remote_addr(src, span, pe, call);
+    char *l = dest;
+    for (size_t b = 0; b < nblocks; b++) {
+        char *d = l + b * (size_t)dst * esize;
+        const char *s = r + b * (size_t)sst * esize;
+        if (bsize == 1)
+            load_elem(d, s, esize);
+        else
+            memcpy(d, s, bsize * esize);
+    }
+}
+
+/* Stores to mapped memory are complete when the call returns; a full fence
+ * also drains the non-temporal stores large memcpys use, so a later flag
+ * store cannot overtake the data. */
+void ushmemi_quiet(shmem_ctx_t ctx)
+{
+    (void)ctx;
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+void ushmemi_fence(shmem_ctx_t ctx)
+{
+    (void)ctx;
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+USHMEMI_API void shmem_quiet(void)
+{
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+}
+
+USHMEMI_API void shmem_fence(void)
+{
+    ushmemi_fence(SHMEM_CTX_DEFAULT);
+}
+
+USHMEMI_API void *shmem_ptr(const void *dest, int pe)
+{
+    if (!ushmemi_g.initialized || pe < 0 || pe >= ushmemi_g.n_pes)
+        return NULL;
+    return ushmemi_xlate(dest, pe);
+}
+
+USHMEMI_API int shmemx_heap_bases(const void *sym_addr, void **bases)
+{
+    if (!ushmemi_g.initialized) {
+        ushmemi_error("shmemx_heap_bases", "OpenSHMEM library not initialized");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!bases || ushmemi_seg_of(sym_addr, 1) < 0) {
+        ushmemi_error("shmemx_heap_bases", "%p is not a symmetric address", sym_addr);
+        return SHMEMX_ERR_INVALID;
+    }
+    for (int pe = 0; pe < ushmemi_g.n_pes; pe++)
+        bases[pe] = ushmemi_xlate(sym_addr, pe);
+    return SHMEMX_SUCCESS;
+}

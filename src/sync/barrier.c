@@ -1,0 +1,42 @@
+/* Barriers over shared memory: a dissemination barrier on monotonically
+ * increasing epochs, so flags never need resetting. In round r, PE i writes the
+ * epoch into flag r of PE (i + 2^r) mod n and waits for its own flag r to reach
+ * the epoch. ceil(log2 n) rounds, one cache line moved per round and PE. */
+#include <sched.h>
+
+#include "core/prims.h"
+
+static inline ushmemi_sync_region_t *peer_sync(int pe)
+{
+    return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+}
+
+void ushmemi_sync_world(void)
+{
+    int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
+    uint64_t epoch = ++ushmemi_g.barrier_epoch;
+    ushmemi_sync_region_t *mine = ushmemi_g.sync;
+
+    for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
+        int to = me + dist;
+        if (to >= n)
+            to -= n;
+        atomic_store_explicit(&peer_sync(to)->barrier_flag[r][0], epoch, memory_order_release);
+        ushmemi_waiter_t w = {0, "shmem_barrier_all"};
+        while (atomic_load_explicit(&mine->barrier_flag[r][0], memory_order_acquire) < epoch)
+            ushmemi_wait_poll(&w);
+    }
+}
+
+USHMEMI_API void shmem_barrier_all(void)
+{
+    USHMEMI_CHECK_INIT("shmem_barrier_all");
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+    ushmemi_sync_world();
+}
+
+USHMEMI_API void shmem_sync_all(void)
+{
+    USHMEMI_CHECK_INIT("shmem_sync_all");
+    ushmemi_sync_world();
+}
