@@ -104,9 +104,8 @@ def sized(sizes):
 
 
 class Routine:
-    def __init__(self, group, name, ret, params, body, generic_name=False):
+    def __init__(self, group, name, ret, params, body):
         self.group, self.name, self.ret, self.params, self.body = group, name, ret, params, body
-        self.generic_name = generic_name  # a C11 macro of the same name exists
 
     def proto(self, prefix=""):
         return "%s %s%s(%s)" % (self.ret, prefix, self.name, self.params)
@@ -117,8 +116,10 @@ ROUTINES = []
 
 def family(group, name, ret, params, body, subjects, ctx):
     """name/ret/params/body are format strings over {n} {T} {esz} {dt} {ctx} {call}.
-    With ctx, each routine also gets its shmem_ctx_ form (ctx as first argument)."""
+    subjects are TYPENAMEs or Subjects. With ctx, each routine also gets its
+    shmem_ctx_ form (ctx as first argument)."""
     for s in subjects:
+        s = typed(s) if isinstance(s, str) else s
         variants = [(name, params, "SHMEM_CTX_DEFAULT")]
         if ctx:
             variants.append((name.replace("shmem_", "shmem_ctx_", 1),
@@ -167,8 +168,8 @@ RMA_FAMILIES = [
 ]
 
 
-def sized_name(suffix, n):
-    # put -> put8, put_nbi -> put8_nbi, put_signal_nbi -> put8_signal_nbi
+def sized_name(suffix):
+    """put -> shmem_put{n}, put_nbi -> shmem_put{n}_nbi, put_signal -> shmem_put{n}_signal."""
     head, _, tail = suffix.partition("_")
     return "shmem_" + head + "{n}" + ("_" + tail if tail else "")
 
@@ -176,15 +177,17 @@ def sized_name(suffix, n):
 def gen_rma():
     for suffix, params, body, sizes in RMA_FAMILIES:
         family("RMA: " + suffix, "shmem_{n}_" + suffix, "void", params, body,
-               [typed(t) for t in RMA], ctx=True)
-        family("RMA: " + suffix + " (sized)", sized_name(suffix, "{n}"), "void", params, body,
+               RMA, ctx=True)
+        family("RMA: " + suffix + " (sized)", sized_name(suffix), "void", params, body,
                sized(sizes), ctx=True)
     family("RMA: p", "shmem_{n}_p", "void", "{T} *dest, {T} value, int pe",
            "ushmemi_p({ctx}, dest, &value, sizeof value, pe, {call});",
-           [typed(t) for t in RMA], ctx=True)
+           RMA, ctx=True)
     family("RMA: g", "shmem_{n}_g", "{T}", "const {T} *source, int pe",
-           "{T} value;\nushmemi_get_elem({ctx}, &value, source, sizeof value, pe, {call});\nreturn value;",
-           [typed(t) for t in RMA], ctx=True)
+           "{T} value;\n"
+           "ushmemi_get_elem({ctx}, &value, source, sizeof value, pe, {call});\n"
+           "return value;",
+           RMA, ctx=True)
 
 
 # AMOs: name, ushmemi op, types, fetches?, value operand, cond operand.
@@ -233,20 +236,20 @@ def gen_amo():
     for name, op, types, fetches, val, cond in AMOS:
         ret, params, body = amo_shape(op, fetches, val, cond, False)
         family("AMO: " + name, "shmem_{n}_atomic_" + name, ret, params, body,
-               [typed(t) for t in types], ctx=True)
+               types, ctx=True)
     for name, op, types, fetches, val, cond in AMOS:
         if fetches:
             ret, params, body = amo_shape(op, fetches, val, cond, True)
             family("AMO: " + name + "_nbi", "shmem_{n}_atomic_" + name + "_nbi", ret, params,
-                   body, [typed(t) for t in types], ctx=True)
+                   body, types, ctx=True)
     for old, new, types in DEP_AMOS:
         _, op, _, fetches, val, cond = next(a for a in AMOS if a[0] == new)
         ret, params, body = amo_shape(op, fetches, val, cond, False)
         family("AMO: deprecated " + old, "shmem_{n}_" + old, ret, params, body,
-               [typed(t) for t in types], ctx=False)
+               types, ctx=False)
     # 1.0-era untyped long swap: C99 and C++ callers still link against it.
     ret, params, body = amo_shape("SWAP", True, "value", False, False)
-    family("AMO: deprecated long swap", "shmem_swap", ret, params, body, [typed("long")],
+    family("AMO: deprecated long swap", "shmem_swap", ret, params, body, ["long"],
            ctx=False)
 
 
@@ -254,60 +257,49 @@ def gen_signal():
     for name, op in (("add", "ADD"), ("set", "SET")):
         family("Signal: " + name, "shmem_signal_" + name, "void",
                "const uint64_t *sig_addr, uint64_t signal, int pe",
-               "ushmemi_signal_op({ctx}, (uint64_t *)sig_addr, signal, SHMEM_SIGNAL_%s, pe, {call});"
-               % op, [Subject("", "uint64_t", "8")], ctx=True)
+               "ushmemi_signal_op({ctx}, (uint64_t *)sig_addr, signal, SHMEM_SIGNAL_%s, pe, "
+               "{call});" % op, [Subject("", "uint64_t", "8")], ctx=True)
 
 
-# Point-to-point synchronization: suffix, return, params after ivar(s), prim, operands.
-ONE = "{T} cmp_value"
-VEC = "const {T} *cmp_values"
-P2P = [
-    ("wait_until", "void", "{T} *ivar, int cmp, " + ONE, "wait_until", "ivar, {dt}, cmp, &cmp_value"),
-    ("wait_until_all", "void", "{T} *ivars, size_t nelems, const int *status, int cmp, " + ONE,
-     "wait_until_all", "ivars, nelems, status, {dt}, cmp, &cmp_value, NULL"),
-    ("wait_until_any", "size_t", "{T} *ivars, size_t nelems, const int *status, int cmp, " + ONE,
-     "wait_until_any", "ivars, nelems, status, {dt}, cmp, &cmp_value, NULL"),
-    ("wait_until_some", "size_t", "{T} *ivars, size_t nelems, size_t *indices, const int *status, "
-     "int cmp, " + ONE, "wait_until_some",
-     "ivars, nelems, indices, status, {dt}, cmp, &cmp_value, NULL"),
-    ("wait_until_all_vector", "void", "{T} *ivars, size_t nelems, const int *status, int cmp, " +
-     VEC, "wait_until_all", "ivars, nelems, status, {dt}, cmp, NULL, cmp_values"),
-    ("wait_until_any_vector", "size_t", "{T} *ivars, size_t nelems, const int *status, int cmp, " +
-     VEC, "wait_until_any", "ivars, nelems, status, {dt}, cmp, NULL, cmp_values"),
-    ("wait_until_some_vector", "size_t", "{T} *ivars, size_t nelems, size_t *indices, "
-     "const int *status, int cmp, " + VEC, "wait_until_some",
-     "ivars, nelems, indices, status, {dt}, cmp, NULL, cmp_values"),
-    ("test", "int", "{T} *ivar, int cmp, " + ONE, "test", "ivar, {dt}, cmp, &cmp_value"),
-    ("test_all", "int", "{T} *ivars, size_t nelems, const int *status, int cmp, " + ONE,
-     "test_all", "ivars, nelems, status, {dt}, cmp, &cmp_value, NULL"),
-    ("test_any", "size_t", "{T} *ivars, size_t nelems, const int *status, int cmp, " + ONE,
-     "test_any", "ivars, nelems, status, {dt}, cmp, &cmp_value, NULL"),
-    ("test_some", "size_t", "{T} *ivars, size_t nelems, size_t *indices, const int *status, "
-     "int cmp, " + ONE, "test_some", "ivars, nelems, indices, status, {dt}, cmp, &cmp_value, NULL"),
-    ("test_all_vector", "int", "{T} *ivars, size_t nelems, const int *status, int cmp, " + VEC,
-     "test_all", "ivars, nelems, status, {dt}, cmp, NULL, cmp_values"),
-    ("test_any_vector", "size_t", "{T} *ivars, size_t nelems, const int *status, int cmp, " + VEC,
-     "test_any", "ivars, nelems, status, {dt}, cmp, NULL, cmp_values"),
-    ("test_some_vector", "size_t", "{T} *ivars, size_t nelems, size_t *indices, "
-     "const int *status, int cmp, " + VEC, "test_some",
-     "ivars, nelems, indices, status, {dt}, cmp, NULL, cmp_values"),
-]
+def p2p_forms():
+    """Point-to-point synchronization: (suffix, return, params, prim, operands) for
+    wait_until / test and their _all/_any/_some(_vector) array forms."""
+    forms = []
+    for base, ret in (("wait_until", "void"), ("test", "int")):
+        forms.append((base, ret, "{T} *ivar, int cmp, {T} cmp_value", base,
+                      "ivar, {dt}, cmp, &cmp_value"))
+        for form in ("all", "any", "some"):
+            for vector in (False, True):
+                some = "size_t *indices, " if form == "some" else ""
+                forms.append((
+                    "%s_%s%s" % (base, form, "_vector" if vector else ""),
+                    ret if form == "all" else "size_t",
+                    "{T} *ivars, size_t nelems, %sconst int *status, int cmp, %s"
+                    % (some, "const {T} *cmp_values" if vector else "{T} cmp_value"),
+                    "%s_%s" % (base, form),
+                    "ivars, nelems, %sstatus, {dt}, cmp, %s"
+                    % (some.replace("size_t *", ""),
+                       "NULL, cmp_values" if vector else "&cmp_value, NULL")))
+    return forms
+
+
+P2P = p2p_forms()
 
 
 def gen_p2p():
     for suffix, ret, params, prim, operands in P2P:
         call = "ushmemi_%s(%s, {call});" % (prim, operands)
         family("Sync: " + suffix, "shmem_{n}_" + suffix, ret, params,
-               call if ret == "void" else "return " + call, [typed(t) for t in SYNC], ctx=False)
+               call if ret == "void" else "return " + call, SYNC, ctx=False)
     # Deprecated (1.4): shmem_wait waits until ivar != cmp_value.
     wait = "ushmemi_wait_until(ivar, {dt}, SHMEM_CMP_NE, &cmp_value, {call});"
     family("Sync: deprecated wait", "shmem_{n}_wait", "void", "{T} *ivar, {T} cmp_value", wait,
-           [typed(t) for t in DEP_WAIT], ctx=False)
+           DEP_WAIT, ctx=False)
     family("Sync: deprecated long wait", "shmem_wait", "void", "{T} *ivar, {T} cmp_value", wait,
-           [typed("long")], ctx=False)
+           ["long"], ctx=False)
     family("Sync: deprecated long wait_until", "shmem_wait_until", "void",
            "{T} *ivar, int cmp, {T} cmp_value",
-           "ushmemi_wait_until(ivar, {dt}, cmp, &cmp_value, {call});", [typed("long")], ctx=False)
+           "ushmemi_wait_until(ivar, {dt}, cmp, &cmp_value, {call});", ["long"], ctx=False)
 
 
 COLLS = [
@@ -332,22 +324,22 @@ TEAM_REDUCE = "shmem_team_t team, {T} *dest, const {T} *source, size_t nreduce"
 def gen_coll():
     for name, params, body in COLLS:
         family("Collective: " + name, "shmem_{n}_" + name, "int", params, body,
-               [typed(t) for t in RMA], ctx=False)
+               RMA, ctx=False)
     for op, types, _ in REDUCTIONS:
         family("Reduction: " + op, "shmem_{n}_%s_reduce" % op, "int", TEAM_REDUCE,
                "return ushmemi_reduce(team, dest, source, nreduce, {dt}, USHMEMI_OP_%s, {call});"
-               % op.upper(), [typed(t) for t in types], ctx=False)
+               % op.upper(), types, ctx=False)
     for scan, exclusive in (("inscan", 0), ("exscan", 1)):
         family("Scan: sum_" + scan, "shmem_{n}_sum_" + scan, "int", TEAM_REDUCE,
                "return ushmemi_scan(team, dest, source, nreduce, {dt}, %d, {call});" % exclusive,
-               [typed(t) for t in RED_SUM], ctx=False)
+               RED_SUM, ctx=False)
     for op, _, types in REDUCTIONS:
         family("Reduction: deprecated %s_to_all" % op, "shmem_{n}_%s_to_all" % op, "void",
                "{T} *dest, const {T} *source, int nreduce, int PE_start, int logPE_stride, "
                "int PE_size, {T} *pWrk, long *pSync",
                "(void)pWrk;\n(void)pSync;\nushmemi_gen_to_all(dest, source, nreduce, PE_start, "
                "logPE_stride, PE_size, {dt}, USHMEMI_OP_%s, {call});" % op.upper(),
-               [typed(t) for t in types], ctx=False)
+               types, ctx=False)
 
 
 # ---------------------------------------------------------------------------

@@ -39,6 +39,12 @@ int ushmemi_bootstrap_init_uid(ushmemi_bootstrap_t *bs, int rank, int nranks,
  * ushmemi_bootstrap_init_uid(rank 0) in this process. */
 int ushmemi_bootstrap_make_uid(shmemx_uniqueid_t *uid);
 
+/* What the host-id exchange at init found: this PE's index among the PEs on
+ * its host (hostname + kernel boot id) and how many there are. 0 or
+ * USHMEM_ESTATE before init. (bs->local_rank is the launcher's LOCAL_RANK when
+ * it gave one, else this local_rank.) */
+int ushmemi_bootstrap_local_info(int *local_rank, int *local_size);
+
 /* Liveness monitoring: after init, a background thread watches the bootstrap
  * connections. If a peer's connection drops before it announced finalize, or a
  * peer sends an abort, the job is brought down: every PE prints one line and

@@ -36,7 +36,8 @@ typedef struct {
     int local_rank; /* from the launcher, or -1: then computed from host ids */
     ushmemi_bs_addr_t addr;
     uint8_t secret[USHMEMI_BS_SECRET_BYTES];
-    int listen_fd; /* rank 0: a socket already listening at addr (uid), or -1 */
+    int listen_fd;    /* rank 0: a socket already listening at addr (uid), or -1 */
+    const char *call; /* API call named in init's error lines (NULL: shmem_init) */
 } ushmemi_bs_config_t;
 
 /* Connect everyone (rank 0: listen, admit nranks-1 PEs; others: connect and

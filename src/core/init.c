@@ -112,6 +112,7 @@ undo_dataseg:
 undo_heap:
     ushmemi_heap_fini();
 undo_bootstrap:
+    ushmemi_error(call, "initialization failed: %s", ushmemi_strerror(rc));
     if (bootstrap.ops)
         bootstrap.ops->fini();
     ushmemi_g.n_pes = 0;
@@ -144,10 +145,8 @@ static void init_or_die(const ushmemi_bootstrap_t *bs, int requested, const char
     pthread_mutex_lock(&init_lock);
     int rc = init_locked(bs, requested, call);
     pthread_mutex_unlock(&init_lock);
-    if (rc) {
-        ushmemi_error(call, "initialization failed: %s", ushmemi_strerror(rc));
+    if (rc)
         exit(1);
-    }
 }
 
 USHMEMI_API void shmem_init(void)

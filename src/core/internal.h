@@ -78,7 +78,7 @@ typedef struct {
 #undef USHMEMI_ENV_FIELD
 } ushmemi_env_t;
 
-extern ushmemi_env_t ushmemi_env;
+extern ushmemi_env_t ushmemi_env __attribute__((visibility("hidden")));
 int ushmemi_env_load(void); /* parse into ushmemi_env; 0 or USHMEM_EINVAL (message printed) */
 void ushmemi_env_print(FILE *out); /* table with current values and help */
 int ushmemi_parse_size(const char *s, size_t *out);

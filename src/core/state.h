@@ -32,6 +32,11 @@ typedef struct {
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t alloc_check[4];
 } ushmemi_sync_region_t;
 #define USHMEMI_INTERNAL_SIZE ((size_t)1 << 20) /* reserved at heap start */
+/* Layout of the internal region: [0, 64K) ushmemi_sync_region_t (core
+ * barrier); [64K, 1M) owned by teams/collectives/locks (src/core/team.c,
+ * src/coll/), laid out there. */
+#define USHMEMI_COLL_REGION_OFF ((size_t)64 << 10)
+#define USHMEMI_COLL_REGION_SIZE (USHMEMI_INTERNAL_SIZE - USHMEMI_COLL_REGION_OFF)
 
 typedef struct {
     int initialized;   /* init refcount (1.6: init/finalize pairs) */
@@ -45,7 +50,7 @@ typedef struct {
     _Atomic int aborting;
 } ushmemi_state_t;
 
-extern ushmemi_state_t ushmemi_g;
+extern ushmemi_state_t ushmemi_g __attribute__((visibility("hidden")));
 
 /* Translate a symmetric address of this PE to the peer's copy mapped here.
  * Returns NULL if addr is not symmetric or the peer is not mapped. */

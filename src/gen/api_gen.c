@@ -7885,178 +7885,6 @@ USHMEMI_API void shmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, c
     ushmemi_wait_until_all(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_wait_until_all");
 }
 
-/* ---- Sync: wait_until_any ---- */
-
-USHMEMI_API size_t shmem_short_wait_until_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_short_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_long_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_longlong_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_ushort_wait_until_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ushort_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulong_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulonglong_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int32_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int64_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint32_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint64_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_size_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_wait_until_any");
-}
-
-USHMEMI_API size_t shmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ptrdiff_wait_until_any");
-    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_wait_until_any");
-}
-
-/* ---- Sync: wait_until_some ---- */
-
-USHMEMI_API size_t shmem_short_wait_until_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_short_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_long_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_longlong_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_ushort_wait_until_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ushort_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulong_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulonglong_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int32_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int64_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint32_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint64_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_size_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_wait_until_some");
-}
-
-USHMEMI_API size_t shmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ptrdiff_wait_until_some");
-    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_wait_until_some");
-}
-
 /* ---- Sync: wait_until_all_vector ---- */
 
 USHMEMI_API void shmem_short_wait_until_all_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values)
@@ -8143,6 +7971,92 @@ USHMEMI_API void shmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t ne
     ushmemi_wait_until_all(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, NULL, cmp_values, "shmem_ptrdiff_wait_until_all_vector");
 }
 
+/* ---- Sync: wait_until_any ---- */
+
+USHMEMI_API size_t shmem_short_wait_until_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_short_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_long_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_longlong_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_ushort_wait_until_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ushort_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulong_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulonglong_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int32_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int64_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint32_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint64_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_size_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_wait_until_any");
+}
+
+USHMEMI_API size_t shmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ptrdiff_wait_until_any");
+    return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_wait_until_any");
+}
+
 /* ---- Sync: wait_until_any_vector ---- */
 
 USHMEMI_API size_t shmem_short_wait_until_any_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values)
@@ -8227,6 +8141,92 @@ USHMEMI_API size_t shmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t 
 {
     USHMEMI_CHECK_INIT("shmem_ptrdiff_wait_until_any_vector");
     return ushmemi_wait_until_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, NULL, cmp_values, "shmem_ptrdiff_wait_until_any_vector");
+}
+
+/* ---- Sync: wait_until_some ---- */
+
+USHMEMI_API size_t shmem_short_wait_until_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_short_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_long_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_longlong_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_ushort_wait_until_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ushort_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulong_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulonglong_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int32_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int64_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint32_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint64_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_size_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_wait_until_some");
+}
+
+USHMEMI_API size_t shmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ptrdiff_wait_until_some");
+    return ushmemi_wait_until_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_wait_until_some");
 }
 
 /* ---- Sync: wait_until_some_vector ---- */
@@ -8487,178 +8487,6 @@ USHMEMI_API int shmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const in
     return ushmemi_test_all(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_test_all");
 }
 
-/* ---- Sync: test_any ---- */
-
-USHMEMI_API size_t shmem_short_test_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_short_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_test_any");
-}
-
-USHMEMI_API size_t shmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_test_any");
-}
-
-USHMEMI_API size_t shmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_long_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_test_any");
-}
-
-USHMEMI_API size_t shmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_longlong_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_test_any");
-}
-
-USHMEMI_API size_t shmem_ushort_test_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ushort_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_test_any");
-}
-
-USHMEMI_API size_t shmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_test_any");
-}
-
-USHMEMI_API size_t shmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulong_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_test_any");
-}
-
-USHMEMI_API size_t shmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulonglong_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_test_any");
-}
-
-USHMEMI_API size_t shmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int32_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_test_any");
-}
-
-USHMEMI_API size_t shmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int64_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_test_any");
-}
-
-USHMEMI_API size_t shmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint32_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_test_any");
-}
-
-USHMEMI_API size_t shmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint64_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_test_any");
-}
-
-USHMEMI_API size_t shmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_size_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_test_any");
-}
-
-USHMEMI_API size_t shmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ptrdiff_test_any");
-    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_test_any");
-}
-
-/* ---- Sync: test_some ---- */
-
-USHMEMI_API size_t shmem_short_test_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_short_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_test_some");
-}
-
-USHMEMI_API size_t shmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_test_some");
-}
-
-USHMEMI_API size_t shmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_long_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_test_some");
-}
-
-USHMEMI_API size_t shmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_longlong_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_test_some");
-}
-
-USHMEMI_API size_t shmem_ushort_test_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ushort_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_test_some");
-}
-
-USHMEMI_API size_t shmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_test_some");
-}
-
-USHMEMI_API size_t shmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulong_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_test_some");
-}
-
-USHMEMI_API size_t shmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ulonglong_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_test_some");
-}
-
-USHMEMI_API size_t shmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int32_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_test_some");
-}
-
-USHMEMI_API size_t shmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_int64_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_test_some");
-}
-
-USHMEMI_API size_t shmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint32_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_test_some");
-}
-
-USHMEMI_API size_t shmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_uint64_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_test_some");
-}
-
-USHMEMI_API size_t shmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_size_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_test_some");
-}
-
-USHMEMI_API size_t shmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value)
-{
-    USHMEMI_CHECK_INIT("shmem_ptrdiff_test_some");
-    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_test_some");
-}
-
 /* ---- Sync: test_all_vector ---- */
 
 USHMEMI_API int shmem_short_test_all_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values)
@@ -8745,6 +8573,92 @@ USHMEMI_API int shmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, c
     return ushmemi_test_all(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, NULL, cmp_values, "shmem_ptrdiff_test_all_vector");
 }
 
+/* ---- Sync: test_any ---- */
+
+USHMEMI_API size_t shmem_short_test_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_short_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_test_any");
+}
+
+USHMEMI_API size_t shmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_test_any");
+}
+
+USHMEMI_API size_t shmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_long_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_test_any");
+}
+
+USHMEMI_API size_t shmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_longlong_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_test_any");
+}
+
+USHMEMI_API size_t shmem_ushort_test_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ushort_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_test_any");
+}
+
+USHMEMI_API size_t shmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_test_any");
+}
+
+USHMEMI_API size_t shmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulong_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_test_any");
+}
+
+USHMEMI_API size_t shmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulonglong_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_test_any");
+}
+
+USHMEMI_API size_t shmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int32_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_test_any");
+}
+
+USHMEMI_API size_t shmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int64_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_test_any");
+}
+
+USHMEMI_API size_t shmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint32_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_test_any");
+}
+
+USHMEMI_API size_t shmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint64_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_test_any");
+}
+
+USHMEMI_API size_t shmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_size_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_test_any");
+}
+
+USHMEMI_API size_t shmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ptrdiff_test_any");
+    return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_test_any");
+}
+
 /* ---- Sync: test_any_vector ---- */
 
 USHMEMI_API size_t shmem_short_test_any_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values)
@@ -8829,6 +8743,92 @@ USHMEMI_API size_t shmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems
 {
     USHMEMI_CHECK_INIT("shmem_ptrdiff_test_any_vector");
     return ushmemi_test_any(ivars, nelems, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, NULL, cmp_values, "shmem_ptrdiff_test_any_vector");
+}
+
+/* ---- Sync: test_some ---- */
+
+USHMEMI_API size_t shmem_short_test_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_short_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(short)), cmp, &cmp_value, NULL, "shmem_short_test_some");
+}
+
+USHMEMI_API size_t shmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int)), cmp, &cmp_value, NULL, "shmem_int_test_some");
+}
+
+USHMEMI_API size_t shmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_long_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long)), cmp, &cmp_value, NULL, "shmem_long_test_some");
+}
+
+USHMEMI_API size_t shmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_longlong_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long long)), cmp, &cmp_value, NULL, "shmem_longlong_test_some");
+}
+
+USHMEMI_API size_t shmem_ushort_test_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ushort_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned short)), cmp, &cmp_value, NULL, "shmem_ushort_test_some");
+}
+
+USHMEMI_API size_t shmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned int)), cmp, &cmp_value, NULL, "shmem_uint_test_some");
+}
+
+USHMEMI_API size_t shmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulong_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long)), cmp, &cmp_value, NULL, "shmem_ulong_test_some");
+}
+
+USHMEMI_API size_t shmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ulonglong_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(unsigned long long)), cmp, &cmp_value, NULL, "shmem_ulonglong_test_some");
+}
+
+USHMEMI_API size_t shmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int32_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int32_t)), cmp, &cmp_value, NULL, "shmem_int32_test_some");
+}
+
+USHMEMI_API size_t shmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_int64_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(int64_t)), cmp, &cmp_value, NULL, "shmem_int64_test_some");
+}
+
+USHMEMI_API size_t shmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint32_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint32_t)), cmp, &cmp_value, NULL, "shmem_uint32_test_some");
+}
+
+USHMEMI_API size_t shmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_uint64_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(uint64_t)), cmp, &cmp_value, NULL, "shmem_uint64_test_some");
+}
+
+USHMEMI_API size_t shmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_size_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_UINT, sizeof(size_t)), cmp, &cmp_value, NULL, "shmem_size_test_some");
+}
+
+USHMEMI_API size_t shmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value)
+{
+    USHMEMI_CHECK_INIT("shmem_ptrdiff_test_some");
+    return ushmemi_test_some(ivars, nelems, indices, status, USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(ptrdiff_t)), cmp, &cmp_value, NULL, "shmem_ptrdiff_test_some");
 }
 
 /* ---- Sync: test_some_vector ---- */
@@ -12448,34 +12448,6 @@ USHMEMI_API void pshmem_uint32_wait_until_all(uint32_t *ivars, size_t nelems, co
 USHMEMI_API void pshmem_uint64_wait_until_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_wait_until_all")));
 USHMEMI_API void pshmem_size_wait_until_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_wait_until_all")));
 USHMEMI_API void pshmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_wait_until_all")));
-USHMEMI_API size_t pshmem_short_wait_until_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_wait_until_any")));
-USHMEMI_API size_t pshmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_wait_until_any")));
-USHMEMI_API size_t pshmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_wait_until_any")));
-USHMEMI_API size_t pshmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_wait_until_any")));
-USHMEMI_API size_t pshmem_ushort_wait_until_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_wait_until_any")));
-USHMEMI_API size_t pshmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_wait_until_any")));
-USHMEMI_API size_t pshmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_wait_until_any")));
-USHMEMI_API size_t pshmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_wait_until_any")));
-USHMEMI_API size_t pshmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_wait_until_any")));
-USHMEMI_API size_t pshmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_wait_until_any")));
-USHMEMI_API size_t pshmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_wait_until_any")));
-USHMEMI_API size_t pshmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_wait_until_any")));
-USHMEMI_API size_t pshmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_wait_until_any")));
-USHMEMI_API size_t pshmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_wait_until_any")));
-USHMEMI_API size_t pshmem_short_wait_until_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_wait_until_some")));
-USHMEMI_API size_t pshmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_wait_until_some")));
-USHMEMI_API size_t pshmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_wait_until_some")));
-USHMEMI_API size_t pshmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_wait_until_some")));
-USHMEMI_API size_t pshmem_ushort_wait_until_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_wait_until_some")));
-USHMEMI_API size_t pshmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_wait_until_some")));
-USHMEMI_API size_t pshmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_wait_until_some")));
-USHMEMI_API size_t pshmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_wait_until_some")));
-USHMEMI_API size_t pshmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_wait_until_some")));
-USHMEMI_API size_t pshmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_wait_until_some")));
-USHMEMI_API size_t pshmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_wait_until_some")));
-USHMEMI_API size_t pshmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_wait_until_some")));
-USHMEMI_API size_t pshmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_wait_until_some")));
-USHMEMI_API size_t pshmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_wait_until_some")));
 USHMEMI_API void pshmem_short_wait_until_all_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_wait_until_all_vector")));
 USHMEMI_API void pshmem_int_wait_until_all_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_wait_until_all_vector")));
 USHMEMI_API void pshmem_long_wait_until_all_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_wait_until_all_vector")));
@@ -12490,6 +12462,20 @@ USHMEMI_API void pshmem_uint32_wait_until_all_vector(uint32_t *ivars, size_t nel
 USHMEMI_API void pshmem_uint64_wait_until_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values) __attribute__((alias("shmem_uint64_wait_until_all_vector")));
 USHMEMI_API void pshmem_size_wait_until_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values) __attribute__((alias("shmem_size_wait_until_all_vector")));
 USHMEMI_API void pshmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values) __attribute__((alias("shmem_ptrdiff_wait_until_all_vector")));
+USHMEMI_API size_t pshmem_short_wait_until_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_wait_until_any")));
+USHMEMI_API size_t pshmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_wait_until_any")));
+USHMEMI_API size_t pshmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_wait_until_any")));
+USHMEMI_API size_t pshmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_wait_until_any")));
+USHMEMI_API size_t pshmem_ushort_wait_until_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_wait_until_any")));
+USHMEMI_API size_t pshmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_wait_until_any")));
+USHMEMI_API size_t pshmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_wait_until_any")));
+USHMEMI_API size_t pshmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_wait_until_any")));
+USHMEMI_API size_t pshmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_wait_until_any")));
+USHMEMI_API size_t pshmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_wait_until_any")));
+USHMEMI_API size_t pshmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_wait_until_any")));
+USHMEMI_API size_t pshmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_wait_until_any")));
+USHMEMI_API size_t pshmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_wait_until_any")));
+USHMEMI_API size_t pshmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_wait_until_any")));
 USHMEMI_API size_t pshmem_short_wait_until_any_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_wait_until_any_vector")));
 USHMEMI_API size_t pshmem_int_wait_until_any_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_wait_until_any_vector")));
 USHMEMI_API size_t pshmem_long_wait_until_any_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_wait_until_any_vector")));
@@ -12504,6 +12490,20 @@ USHMEMI_API size_t pshmem_uint32_wait_until_any_vector(uint32_t *ivars, size_t n
 USHMEMI_API size_t pshmem_uint64_wait_until_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values) __attribute__((alias("shmem_uint64_wait_until_any_vector")));
 USHMEMI_API size_t pshmem_size_wait_until_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values) __attribute__((alias("shmem_size_wait_until_any_vector")));
 USHMEMI_API size_t pshmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values) __attribute__((alias("shmem_ptrdiff_wait_until_any_vector")));
+USHMEMI_API size_t pshmem_short_wait_until_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_wait_until_some")));
+USHMEMI_API size_t pshmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_wait_until_some")));
+USHMEMI_API size_t pshmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_wait_until_some")));
+USHMEMI_API size_t pshmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_wait_until_some")));
+USHMEMI_API size_t pshmem_ushort_wait_until_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_wait_until_some")));
+USHMEMI_API size_t pshmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_wait_until_some")));
+USHMEMI_API size_t pshmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_wait_until_some")));
+USHMEMI_API size_t pshmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_wait_until_some")));
+USHMEMI_API size_t pshmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_wait_until_some")));
+USHMEMI_API size_t pshmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_wait_until_some")));
+USHMEMI_API size_t pshmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_wait_until_some")));
+USHMEMI_API size_t pshmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_wait_until_some")));
+USHMEMI_API size_t pshmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_wait_until_some")));
+USHMEMI_API size_t pshmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_wait_until_some")));
 USHMEMI_API size_t pshmem_short_wait_until_some_vector(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_wait_until_some_vector")));
 USHMEMI_API size_t pshmem_int_wait_until_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_wait_until_some_vector")));
 USHMEMI_API size_t pshmem_long_wait_until_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_wait_until_some_vector")));
@@ -12546,34 +12546,6 @@ USHMEMI_API int pshmem_uint32_test_all(uint32_t *ivars, size_t nelems, const int
 USHMEMI_API int pshmem_uint64_test_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_test_all")));
 USHMEMI_API int pshmem_size_test_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_test_all")));
 USHMEMI_API int pshmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_test_all")));
-USHMEMI_API size_t pshmem_short_test_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_test_any")));
-USHMEMI_API size_t pshmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_test_any")));
-USHMEMI_API size_t pshmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_test_any")));
-USHMEMI_API size_t pshmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_test_any")));
-USHMEMI_API size_t pshmem_ushort_test_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_test_any")));
-USHMEMI_API size_t pshmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_test_any")));
-USHMEMI_API size_t pshmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_test_any")));
-USHMEMI_API size_t pshmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_test_any")));
-USHMEMI_API size_t pshmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_test_any")));
-USHMEMI_API size_t pshmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_test_any")));
-USHMEMI_API size_t pshmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_test_any")));
-USHMEMI_API size_t pshmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_test_any")));
-USHMEMI_API size_t pshmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_test_any")));
-USHMEMI_API size_t pshmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_test_any")));
-USHMEMI_API size_t pshmem_short_test_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_test_some")));
-USHMEMI_API size_t pshmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_test_some")));
-USHMEMI_API size_t pshmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_test_some")));
-USHMEMI_API size_t pshmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_test_some")));
-USHMEMI_API size_t pshmem_ushort_test_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_test_some")));
-USHMEMI_API size_t pshmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_test_some")));
-USHMEMI_API size_t pshmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_test_some")));
-USHMEMI_API size_t pshmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_test_some")));
-USHMEMI_API size_t pshmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_test_some")));
-USHMEMI_API size_t pshmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_test_some")));
-USHMEMI_API size_t pshmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_test_some")));
-USHMEMI_API size_t pshmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_test_some")));
-USHMEMI_API size_t pshmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_test_some")));
-USHMEMI_API size_t pshmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_test_some")));
 USHMEMI_API int pshmem_short_test_all_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_test_all_vector")));
 USHMEMI_API int pshmem_int_test_all_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_test_all_vector")));
 USHMEMI_API int pshmem_long_test_all_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_test_all_vector")));
@@ -12588,6 +12560,20 @@ USHMEMI_API int pshmem_uint32_test_all_vector(uint32_t *ivars, size_t nelems, co
 USHMEMI_API int pshmem_uint64_test_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values) __attribute__((alias("shmem_uint64_test_all_vector")));
 USHMEMI_API int pshmem_size_test_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values) __attribute__((alias("shmem_size_test_all_vector")));
 USHMEMI_API int pshmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values) __attribute__((alias("shmem_ptrdiff_test_all_vector")));
+USHMEMI_API size_t pshmem_short_test_any(short *ivars, size_t nelems, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_test_any")));
+USHMEMI_API size_t pshmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_test_any")));
+USHMEMI_API size_t pshmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_test_any")));
+USHMEMI_API size_t pshmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_test_any")));
+USHMEMI_API size_t pshmem_ushort_test_any(unsigned short *ivars, size_t nelems, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_test_any")));
+USHMEMI_API size_t pshmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_test_any")));
+USHMEMI_API size_t pshmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_test_any")));
+USHMEMI_API size_t pshmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_test_any")));
+USHMEMI_API size_t pshmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_test_any")));
+USHMEMI_API size_t pshmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_test_any")));
+USHMEMI_API size_t pshmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_test_any")));
+USHMEMI_API size_t pshmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_test_any")));
+USHMEMI_API size_t pshmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_test_any")));
+USHMEMI_API size_t pshmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_test_any")));
 USHMEMI_API size_t pshmem_short_test_any_vector(short *ivars, size_t nelems, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_test_any_vector")));
 USHMEMI_API size_t pshmem_int_test_any_vector(int *ivars, size_t nelems, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_test_any_vector")));
 USHMEMI_API size_t pshmem_long_test_any_vector(long *ivars, size_t nelems, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_test_any_vector")));
@@ -12602,6 +12588,20 @@ USHMEMI_API size_t pshmem_uint32_test_any_vector(uint32_t *ivars, size_t nelems,
 USHMEMI_API size_t pshmem_uint64_test_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, const uint64_t *cmp_values) __attribute__((alias("shmem_uint64_test_any_vector")));
 USHMEMI_API size_t pshmem_size_test_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, const size_t *cmp_values) __attribute__((alias("shmem_size_test_any_vector")));
 USHMEMI_API size_t pshmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, const ptrdiff_t *cmp_values) __attribute__((alias("shmem_ptrdiff_test_any_vector")));
+USHMEMI_API size_t pshmem_short_test_some(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, short cmp_value) __attribute__((alias("shmem_short_test_some")));
+USHMEMI_API size_t pshmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value) __attribute__((alias("shmem_int_test_some")));
+USHMEMI_API size_t pshmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value) __attribute__((alias("shmem_long_test_some")));
+USHMEMI_API size_t pshmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value) __attribute__((alias("shmem_longlong_test_some")));
+USHMEMI_API size_t pshmem_ushort_test_some(unsigned short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned short cmp_value) __attribute__((alias("shmem_ushort_test_some")));
+USHMEMI_API size_t pshmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value) __attribute__((alias("shmem_uint_test_some")));
+USHMEMI_API size_t pshmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value) __attribute__((alias("shmem_ulong_test_some")));
+USHMEMI_API size_t pshmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value) __attribute__((alias("shmem_ulonglong_test_some")));
+USHMEMI_API size_t pshmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value) __attribute__((alias("shmem_int32_test_some")));
+USHMEMI_API size_t pshmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value) __attribute__((alias("shmem_int64_test_some")));
+USHMEMI_API size_t pshmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value) __attribute__((alias("shmem_uint32_test_some")));
+USHMEMI_API size_t pshmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value) __attribute__((alias("shmem_uint64_test_some")));
+USHMEMI_API size_t pshmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value) __attribute__((alias("shmem_size_test_some")));
+USHMEMI_API size_t pshmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value) __attribute__((alias("shmem_ptrdiff_test_some")));
 USHMEMI_API size_t pshmem_short_test_some_vector(short *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const short *cmp_values) __attribute__((alias("shmem_short_test_some_vector")));
 USHMEMI_API size_t pshmem_int_test_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const int *cmp_values) __attribute__((alias("shmem_int_test_some_vector")));
 USHMEMI_API size_t pshmem_long_test_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, const long *cmp_values) __attribute__((alias("shmem_long_test_some_vector")));
@@ -14193,34 +14193,6 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_wait_until_all",
     "shmem_size_wait_until_all",
     "shmem_ptrdiff_wait_until_all",
-    "shmem_short_wait_until_any",
-    "shmem_int_wait_until_any",
-    "shmem_long_wait_until_any",
-    "shmem_longlong_wait_until_any",
-    "shmem_ushort_wait_until_any",
-    "shmem_uint_wait_until_any",
-    "shmem_ulong_wait_until_any",
-    "shmem_ulonglong_wait_until_any",
-    "shmem_int32_wait_until_any",
-    "shmem_int64_wait_until_any",
-    "shmem_uint32_wait_until_any",
-    "shmem_uint64_wait_until_any",
-    "shmem_size_wait_until_any",
-    "shmem_ptrdiff_wait_until_any",
-    "shmem_short_wait_until_some",
-    "shmem_int_wait_until_some",
-    "shmem_long_wait_until_some",
-    "shmem_longlong_wait_until_some",
-    "shmem_ushort_wait_until_some",
-    "shmem_uint_wait_until_some",
-    "shmem_ulong_wait_until_some",
-    "shmem_ulonglong_wait_until_some",
-    "shmem_int32_wait_until_some",
-    "shmem_int64_wait_until_some",
-    "shmem_uint32_wait_until_some",
-    "shmem_uint64_wait_until_some",
-    "shmem_size_wait_until_some",
-    "shmem_ptrdiff_wait_until_some",
     "shmem_short_wait_until_all_vector",
     "shmem_int_wait_until_all_vector",
     "shmem_long_wait_until_all_vector",
@@ -14235,6 +14207,20 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_wait_until_all_vector",
     "shmem_size_wait_until_all_vector",
     "shmem_ptrdiff_wait_until_all_vector",
+    "shmem_short_wait_until_any",
+    "shmem_int_wait_until_any",
+    "shmem_long_wait_until_any",
+    "shmem_longlong_wait_until_any",
+    "shmem_ushort_wait_until_any",
+    "shmem_uint_wait_until_any",
+    "shmem_ulong_wait_until_any",
+    "shmem_ulonglong_wait_until_any",
+    "shmem_int32_wait_until_any",
+    "shmem_int64_wait_until_any",
+    "shmem_uint32_wait_until_any",
+    "shmem_uint64_wait_until_any",
+    "shmem_size_wait_until_any",
+    "shmem_ptrdiff_wait_until_any",
     "shmem_short_wait_until_any_vector",
     "shmem_int_wait_until_any_vector",
     "shmem_long_wait_until_any_vector",
@@ -14249,6 +14235,20 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_wait_until_any_vector",
     "shmem_size_wait_until_any_vector",
     "shmem_ptrdiff_wait_until_any_vector",
+    "shmem_short_wait_until_some",
+    "shmem_int_wait_until_some",
+    "shmem_long_wait_until_some",
+    "shmem_longlong_wait_until_some",
+    "shmem_ushort_wait_until_some",
+    "shmem_uint_wait_until_some",
+    "shmem_ulong_wait_until_some",
+    "shmem_ulonglong_wait_until_some",
+    "shmem_int32_wait_until_some",
+    "shmem_int64_wait_until_some",
+    "shmem_uint32_wait_until_some",
+    "shmem_uint64_wait_until_some",
+    "shmem_size_wait_until_some",
+    "shmem_ptrdiff_wait_until_some",
     "shmem_short_wait_until_some_vector",
     "shmem_int_wait_until_some_vector",
     "shmem_long_wait_until_some_vector",
@@ -14291,34 +14291,6 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_test_all",
     "shmem_size_test_all",
     "shmem_ptrdiff_test_all",
-    "shmem_short_test_any",
-    "shmem_int_test_any",
-    "shmem_long_test_any",
-    "shmem_longlong_test_any",
-    "shmem_ushort_test_any",
-    "shmem_uint_test_any",
-    "shmem_ulong_test_any",
-    "shmem_ulonglong_test_any",
-    "shmem_int32_test_any",
-    "shmem_int64_test_any",
-    "shmem_uint32_test_any",
-    "shmem_uint64_test_any",
-    "shmem_size_test_any",
-    "shmem_ptrdiff_test_any",
-    "shmem_short_test_some",
-    "shmem_int_test_some",
-    "shmem_long_test_some",
-    "shmem_longlong_test_some",
-    "shmem_ushort_test_some",
-    "shmem_uint_test_some",
-    "shmem_ulong_test_some",
-    "shmem_ulonglong_test_some",
-    "shmem_int32_test_some",
-    "shmem_int64_test_some",
-    "shmem_uint32_test_some",
-    "shmem_uint64_test_some",
-    "shmem_size_test_some",
-    "shmem_ptrdiff_test_some",
     "shmem_short_test_all_vector",
     "shmem_int_test_all_vector",
     "shmem_long_test_all_vector",
@@ -14333,6 +14305,20 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_test_all_vector",
     "shmem_size_test_all_vector",
     "shmem_ptrdiff_test_all_vector",
+    "shmem_short_test_any",
+    "shmem_int_test_any",
+    "shmem_long_test_any",
+    "shmem_longlong_test_any",
+    "shmem_ushort_test_any",
+    "shmem_uint_test_any",
+    "shmem_ulong_test_any",
+    "shmem_ulonglong_test_any",
+    "shmem_int32_test_any",
+    "shmem_int64_test_any",
+    "shmem_uint32_test_any",
+    "shmem_uint64_test_any",
+    "shmem_size_test_any",
+    "shmem_ptrdiff_test_any",
     "shmem_short_test_any_vector",
     "shmem_int_test_any_vector",
     "shmem_long_test_any_vector",
@@ -14347,6 +14333,20 @@ const char *const ushmemi_gen_names[] = {
     "shmem_uint64_test_any_vector",
     "shmem_size_test_any_vector",
     "shmem_ptrdiff_test_any_vector",
+    "shmem_short_test_some",
+    "shmem_int_test_some",
+    "shmem_long_test_some",
+    "shmem_longlong_test_some",
+    "shmem_ushort_test_some",
+    "shmem_uint_test_some",
+    "shmem_ulong_test_some",
+    "shmem_ulonglong_test_some",
+    "shmem_int32_test_some",
+    "shmem_int64_test_some",
+    "shmem_uint32_test_some",
+    "shmem_uint64_test_some",
+    "shmem_size_test_some",
+    "shmem_ptrdiff_test_some",
     "shmem_short_test_some_vector",
     "shmem_int_test_some_vector",
     "shmem_long_test_some_vector",
@@ -15934,34 +15934,6 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_wait_until_all",
     "pshmem_size_wait_until_all",
     "pshmem_ptrdiff_wait_until_all",
-    "pshmem_short_wait_until_any",
-    "pshmem_int_wait_until_any",
-    "pshmem_long_wait_until_any",
-    "pshmem_longlong_wait_until_any",
-    "pshmem_ushort_wait_until_any",
-    "pshmem_uint_wait_until_any",
-    "pshmem_ulong_wait_until_any",
-    "pshmem_ulonglong_wait_until_any",
-    "pshmem_int32_wait_until_any",
-    "pshmem_int64_wait_until_any",
-    "pshmem_uint32_wait_until_any",
-    "pshmem_uint64_wait_until_any",
-    "pshmem_size_wait_until_any",
-    "pshmem_ptrdiff_wait_until_any",
-    "pshmem_short_wait_until_some",
-    "pshmem_int_wait_until_some",
-    "pshmem_long_wait_until_some",
-    "pshmem_longlong_wait_until_some",
-    "pshmem_ushort_wait_until_some",
-    "pshmem_uint_wait_until_some",
-    "pshmem_ulong_wait_until_some",
-    "pshmem_ulonglong_wait_until_some",
-    "pshmem_int32_wait_until_some",
-    "pshmem_int64_wait_until_some",
-    "pshmem_uint32_wait_until_some",
-    "pshmem_uint64_wait_until_some",
-    "pshmem_size_wait_until_some",
-    "pshmem_ptrdiff_wait_until_some",
     "pshmem_short_wait_until_all_vector",
     "pshmem_int_wait_until_all_vector",
     "pshmem_long_wait_until_all_vector",
@@ -15976,6 +15948,20 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_wait_until_all_vector",
     "pshmem_size_wait_until_all_vector",
     "pshmem_ptrdiff_wait_until_all_vector",
+    "pshmem_short_wait_until_any",
+    "pshmem_int_wait_until_any",
+    "pshmem_long_wait_until_any",
+    "pshmem_longlong_wait_until_any",
+    "pshmem_ushort_wait_until_any",
+    "pshmem_uint_wait_until_any",
+    "pshmem_ulong_wait_until_any",
+    "pshmem_ulonglong_wait_until_any",
+    "pshmem_int32_wait_until_any",
+    "pshmem_int64_wait_until_any",
+    "pshmem_uint32_wait_until_any",
+    "pshmem_uint64_wait_until_any",
+    "pshmem_size_wait_until_any",
+    "pshmem_ptrdiff_wait_until_any",
     "pshmem_short_wait_until_any_vector",
     "pshmem_int_wait_until_any_vector",
     "pshmem_long_wait_until_any_vector",
@@ -15990,6 +15976,20 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_wait_until_any_vector",
     "pshmem_size_wait_until_any_vector",
     "pshmem_ptrdiff_wait_until_any_vector",
+    "pshmem_short_wait_until_some",
+    "pshmem_int_wait_until_some",
+    "pshmem_long_wait_until_some",
+    "pshmem_longlong_wait_until_some",
+    "pshmem_ushort_wait_until_some",
+    "pshmem_uint_wait_until_some",
+    "pshmem_ulong_wait_until_some",
+    "pshmem_ulonglong_wait_until_some",
+    "pshmem_int32_wait_until_some",
+    "pshmem_int64_wait_until_some",
+    "pshmem_uint32_wait_until_some",
+    "pshmem_uint64_wait_until_some",
+    "pshmem_size_wait_until_some",
+    "pshmem_ptrdiff_wait_until_some",
     "pshmem_short_wait_until_some_vector",
     "pshmem_int_wait_until_some_vector",
     "pshmem_long_wait_until_some_vector",
@@ -16032,34 +16032,6 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_test_all",
     "pshmem_size_test_all",
     "pshmem_ptrdiff_test_all",
-    "pshmem_short_test_any",
-    "pshmem_int_test_any",
-    "pshmem_long_test_any",
-    "pshmem_longlong_test_any",
-    "pshmem_ushort_test_any",
-    "pshmem_uint_test_any",
-    "pshmem_ulong_test_any",
-    "pshmem_ulonglong_test_any",
-    "pshmem_int32_test_any",
-    "pshmem_int64_test_any",
-    "pshmem_uint32_test_any",
-    "pshmem_uint64_test_any",
-    "pshmem_size_test_any",
-    "pshmem_ptrdiff_test_any",
-    "pshmem_short_test_some",
-    "pshmem_int_test_some",
-    "pshmem_long_test_some",
-    "pshmem_longlong_test_some",
-    "pshmem_ushort_test_some",
-    "pshmem_uint_test_some",
-    "pshmem_ulong_test_some",
-    "pshmem_ulonglong_test_some",
-    "pshmem_int32_test_some",
-    "pshmem_int64_test_some",
-    "pshmem_uint32_test_some",
-    "pshmem_uint64_test_some",
-    "pshmem_size_test_some",
-    "pshmem_ptrdiff_test_some",
     "pshmem_short_test_all_vector",
     "pshmem_int_test_all_vector",
     "pshmem_long_test_all_vector",
@@ -16074,6 +16046,20 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_test_all_vector",
     "pshmem_size_test_all_vector",
     "pshmem_ptrdiff_test_all_vector",
+    "pshmem_short_test_any",
+    "pshmem_int_test_any",
+    "pshmem_long_test_any",
+    "pshmem_longlong_test_any",
+    "pshmem_ushort_test_any",
+    "pshmem_uint_test_any",
+    "pshmem_ulong_test_any",
+    "pshmem_ulonglong_test_any",
+    "pshmem_int32_test_any",
+    "pshmem_int64_test_any",
+    "pshmem_uint32_test_any",
+    "pshmem_uint64_test_any",
+    "pshmem_size_test_any",
+    "pshmem_ptrdiff_test_any",
     "pshmem_short_test_any_vector",
     "pshmem_int_test_any_vector",
     "pshmem_long_test_any_vector",
@@ -16088,6 +16074,20 @@ const char *const ushmemi_gen_names[] = {
     "pshmem_uint64_test_any_vector",
     "pshmem_size_test_any_vector",
     "pshmem_ptrdiff_test_any_vector",
+    "pshmem_short_test_some",
+    "pshmem_int_test_some",
+    "pshmem_long_test_some",
+    "pshmem_longlong_test_some",
+    "pshmem_ushort_test_some",
+    "pshmem_uint_test_some",
+    "pshmem_ulong_test_some",
+    "pshmem_ulonglong_test_some",
+    "pshmem_int32_test_some",
+    "pshmem_int64_test_some",
+    "pshmem_uint32_test_some",
+    "pshmem_uint64_test_some",
+    "pshmem_size_test_some",
+    "pshmem_ptrdiff_test_some",
     "pshmem_short_test_some_vector",
     "pshmem_int_test_some_vector",
     "pshmem_long_test_some_vector",

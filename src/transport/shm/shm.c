@@ -142,8 +142,9 @@ static int recv_and_map(int sock, int timeout_ms, const char *call)
         }
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fds[k], 0);
         if (p == MAP_FAILED) {
-            ushmemi_error(call, "shm: cannot map PE %d's segment (%zu bytes): %s", rank, size,
-                          strerror(errno));
+            ushmemi_error(call, "shm: cannot map PE %d's symmetric %s (%zu bytes): %s%s", rank,
+                          s == USHMEMI_SEG_HEAP ? "heap" : "data", size, strerror(errno),
+                          s == USHMEMI_SEG_HEAP ? "; lower SHMEM_SYMMETRIC_SIZE" : "");
             rc = USHMEM_ENOMEM;
             break;
         }
