@@ -1,0 +1,801 @@
+/* Bootstrap tests. The program forks its own PEs (no launcher), sets the
+ * environment a launcher would, and checks the collectives, the unique-id and
+ * torchrun paths, refusal of a wrong secret, the timeout when nobody listens,
+ * and the liveness monitor. Every sub-test runs in fresh processes under an
+ * alarm() timeout; each child's stderr is captured and checked for the one
+ * line that should explain a failure.
+ *
+ * Build (standalone, before the core links):
+ *   gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
+ *       -Wmissing-prototypes -Wvla -Werror -pthread -Iinclude -Isrc \
+ *       tests/bootstrap/test_bootstrap.c src/bootstrap/\*.c src/core/env.c src/core/error.c
+ * Run: ./a.out [-v]   (-v prints every PE's stderr) */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/state.h"
+
+/* error.c reads the core's global state, which lives in a core file this
+ * standalone build does not link. Weak, so that linking the real core later
+ * needs no change here. */
+__attribute__((weak)) ushmemi_state_t ushmemi_g;
+
+#define MAX_PES 8
+
+typedef struct {
+    const char *mode; /* launcher, torchrun, uid, mpi, none */
+    int n;
+    char addr[128];
+    char secret[40];
+    int master_port; /* torchrun: MASTER_PORT (ushmem uses + 1) */
+    int timeout;     /* USHMEM_BOOTSTRAP_TIMEOUT, 0: default */
+    int victim;      /* monitor tests: the PE that leaves */
+    int uid_pipe;    /* uid tests: where the maker writes the id */
+    int hold_fd;     /* uid tests: the maker keeps its port until this closes, -1: no */
+    shmemx_uniqueid_t uid;
+} job_t;
+
+typedef int (*body_fn)(int rank, job_t *j);
+
+typedef struct {
+    pid_t pid;
+    int cap; /* memfd holding the child's stderr */
+    int status;
+    int exited;
+    double t_exit;
+} kid_t;
+
+static int g_verbose, g_failures, g_tests;
+static int g_rank = -1;          /* in a child: its rank */
+static _Atomic int *g_counts;    /* shared by all processes: barrier checks */
+static volatile sig_atomic_t g_alarm;
+
+static const char *const managed_env[] = {
+    "USHMEM_RANK", "USHMEM_NPES", "USHMEM_LOCAL_RANK", "USHMEM_LOCAL_SIZE",
+    "USHMEM_BOOTSTRAP_ADDR", "USHMEM_SECRET", "USHMEM_BOOTSTRAP", "USHMEM_BOOTSTRAP_TIMEOUT",
+    "USHMEM_MASTER_ADDR", "USHMEM_MASTER_PORT", "MASTER_ADDR", "MASTER_PORT", "RANK",
+    "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+    "PMIX_RANK"};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define CHECK(c)                                                                              \
+    do {                                                                                      \
+        if (!(c)) {                                                                           \
+            fprintf(stderr, "PE %d: check failed at %s:%d: %s\n", g_rank, __FILE__, __LINE__, \
+                    #c);                                                                      \
+            exit(2);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* ---- the environment each kind of launcher gives a PE ---- */
+static void setenv_int(const char *name, long v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%ld", v);
+    setenv(name, s, 1);
+}
+
+static void set_env(const job_t *j, int rank)
+{
+    for (size_t i = 0; i < sizeof managed_env / sizeof managed_env[0]; i++)
+        unsetenv(managed_env[i]);
+    if (j->timeout)
+        setenv_int("USHMEM_BOOTSTRAP_TIMEOUT", j->timeout);
+    if (!strcmp(j->mode, "launcher")) {
+        setenv_int("USHMEM_RANK", rank);
+        setenv_int("USHMEM_NPES", j->n);
+        setenv_int("USHMEM_LOCAL_RANK", rank);
+        if (j->addr[0])
+            setenv("USHMEM_BOOTSTRAP_ADDR", j->addr, 1);
+        if (j->secret[0])
+            setenv("USHMEM_SECRET", j->secret, 1);
+    } else if (!strcmp(j->mode, "torchrun")) {
+        setenv_int("RANK", rank);
+        setenv_int("WORLD_SIZE", j->n);
+        setenv_int("LOCAL_RANK", rank);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv_int("MASTER_PORT", j->master_port);
+    } else if (!strcmp(j->mode, "mpi")) {
+        setenv_int("OMPI_COMM_WORLD_RANK", rank);
+    }
+}
+
+static int pe_init(job_t *j, int rank, ushmemi_bootstrap_t *bs)
+{
+    set_env(j, rank);
+    CHECK(ushmemi_env_load() == 0);
+    memset(bs, 0, sizeof *bs);
+    if (!strcmp(j->mode, "uid"))
+        return ushmemi_bootstrap_init_uid(bs, rank, j->n, &j->uid);
+    return ushmemi_bootstrap_init_env(bs);
+}
+
+/* ---- checks a PE runs ---- */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void fill(unsigned char *p, size_t len, int rank, size_t salt)
+{
+    uint64_t s = (uint64_t)rank * 1000003u + salt * 7919u + 17;
+    for (size_t i = 0; i < len; i++)
+        p[i] = (unsigned char)splitmix(&s);
+}
+
+static void check_allgather(const ushmemi_bootstrap_t *bs, size_t len, int in_place)
+{
+    int n = bs->nranks;
+    unsigned char *out = malloc(len * (size_t)n + 1), *in = malloc(len + 1);
+    unsigned char *expect = malloc(len + 1);
+    CHECK(out && in && expect);
+    memset(out, 0xEE, len * (size_t)n);
+    unsigned char *src = in_place ? out + (size_t)bs->rank * len : in;
+    fill(src, len, bs->rank, len);
+    CHECK(bs->ops->allgather(src, out, len) == 0);
+    for (int k = 0; k < n; k++) {
+        fill(expect, len, k, len);
+        CHECK(memcmp(out + (size_t)k * len, expect, len) == 0);
+    }
+    free(out);
+    free(in);
+    free(expect);
+}
+
+static void check_bcast(const ushmemi_bootstrap_t *bs, size_t len)
+{
+    unsigned char *buf = malloc(len + 1), *expect = malloc(len + 1);
+    CHECK(buf && expect);
+    for (int root = 0; root < bs->nranks; root++) {
+        fill(expect, len, root, len + 1);
+        if (bs->rank == root)
+            memcpy(buf, expect, len);
+        else
+            memset(buf, 0xEE, len);
+        CHECK(bs->ops->bcast(buf, len, root) == 0);
+        CHECK(memcmp(buf, expect, len) == 0);
+    }
+    free(buf);
+    free(expect);
+}
+
+static void check_barriers(const ushmemi_bootstrap_t *bs, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        atomic_fetch_add(&g_counts[i], 1);
+        CHECK(bs->ops->barrier() == 0);
+        /* Nobody leaves barrier i before everyone entered it. */
+        CHECK(atomic_load(&g_counts[i]) == bs->nranks);
+    }
+}
+
+static void run_collectives(const ushmemi_bootstrap_t *bs)
+{
+    static const size_t lens[] = {0, 1, 7, 64, 4096, 1 << 20};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        check_allgather(bs, lens[i], 0);
+        check_allgather(bs, lens[i], 1);
+    }
+    static const size_t blens[] = {0, 1, 1000, 300000};
+    for (size_t i = 0; i < sizeof blens / sizeof blens[0]; i++)
+        check_bcast(bs, blens[i]);
+    check_barriers(bs, 100);
+}
+
+/* What shmem_finalize will do: the monitor must not fire on a clean exit. */
+static void finalize(const ushmemi_bootstrap_t *bs)
+{
+    CHECK(bs->ops->barrier() == 0);
+    ushmemi_bootstrap_monitor_stop();
+    ushmemi_bootstrap_monitor_stop(); /* idempotent */
+    CHECK(bs->ops->barrier() == 0);
+    bs->ops->fini();
+}
+
+static _Noreturn void spin_forever(void)
+{
+    volatile unsigned long x = 0;
+    for (;;)
+        x++;
+}
+
+/* ---- PE bodies ---- */
+static int body_full(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    int rc = pe_init(j, rank, &bs), lr = -1, ls = -1;
+    CHECK(rc == 0);
+    CHECK(bs.rank == rank && bs.nranks == j->n);
+    CHECK(ushmemi_bootstrap_local_info(&lr, &ls) == 0);
+    CHECK(lr == rank && ls == j->n); /* all PEs are on this host */
+    CHECK(bs.local_rank == rank);
+    const char *want = !strcmp(j->mode, "none") ? "single" : j->mode;
+    CHECK(!strcmp(bs.ops->name, want));
+    CHECK(ushmemi_bootstrap_monitor_start() == 0);
+    CHECK(ushmemi_bootstrap_monitor_start() == 0); /* second start: no-op */
+    run_collectives(&bs);
+    finalize(&bs);
+    CHECK(ushmemi_bootstrap_local_info(&lr, &ls) == USHMEM_ESTATE);
+    ushmemi_bootstrap_monitor_stop(); /* after fini: still safe */
+    return 0;
+}
+
+static int body_uid_root(int rank, job_t *j)
+{
+    CHECK(ushmemi_bootstrap_make_uid(&j->uid) == 0);
+    CHECK(write(j->uid_pipe, &j->uid, sizeof j->uid) == (ssize_t)sizeof j->uid);
+    close(j->uid_pipe);
+    return body_full(rank, j);
+}
+
+/* Makes an id for another process to use as rank 0; keeps the id's port
+ * until the parent closes hold_fd's other end (if hold_fd >= 0). */
+static int body_uid_maker(int rank, job_t *j)
+{
+    (void)rank;
+    CHECK(ushmemi_bootstrap_make_uid(&j->uid) == 0);
+    CHECK(write(j->uid_pipe, &j->uid, sizeof j->uid) == (ssize_t)sizeof j->uid);
+    close(j->uid_pipe);
+    if (j->hold_fd >= 0) {
+        char c;
+        while (read(j->hold_fd, &c, 1) > 0) {
+        }
+    }
+    return 0;
+}
+
+static int body_uid_busy_port(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == USHMEM_EBOOTSTRAP);
+    return 0;
+}
+
+static int body_uid_garbage(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    fill(j->uid.internal, sizeof j->uid.internal, 42, 42);
+    CHECK(pe_init(j, rank, &bs) == USHMEM_EINVAL);
+    return 0;
+}
+
+static int body_intruder(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    memcpy(j->secret, "00112233445566778899aabbccddeeff", 33);
+    double t0 = now_s();
+    CHECK(pe_init(j, rank, &bs) == USHMEM_EDENIED);
+    CHECK(now_s() - t0 < 3.0); /* refused at once, not after the timeout */
+    return 0;
+}
+
+static int body_late(int rank, job_t *j)
+{
+    usleep(300 * 1000); /* after the intruder */
+    return body_full(rank, j);
+}
+
+static int body_expect_timeout(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    double t0 = now_s();
+    CHECK(pe_init(j, rank, &bs) == USHMEM_ETIMEOUT);
+    double dt = now_s() - t0;
+    CHECK(dt >= j->timeout - 0.5 && dt < j->timeout + 2.0);
+    return 0;
+}
+
+static int body_expect_unsupported(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == USHMEM_EUNSUPPORTED);
+    return 0;
+}
+
+/* Monitor: the victim leaves without finalize, the others spin. */
+static int body_leave(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == 0);
+    CHECK(ushmemi_bootstrap_monitor_start() == 0);
+    CHECK(bs.ops->barrier() == 0);
+    if (rank == j->victim)
+        _exit(9);
+    spin_forever();
+}
+
+/* Monitor: the victim leaves; the others block in a bootstrap barrier (the
+ * main thread holds the bootstrap lock). */
+static int body_leave_during_barrier(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == 0);
+    CHECK(ushmemi_bootstrap_monitor_start() == 0);
+    CHECK(bs.ops->barrier() == 0);
+    if (rank == j->victim)
+        _exit(9);
+    bs.ops->barrier();
+    CHECK(!"barrier returned although a PE died");
+    return 3;
+}
+
+/* shmem_global_exit(7) on the victim; the others spin. */
+static int body_global_exit(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == 0);
+    CHECK(ushmemi_bootstrap_monitor_start() == 0);
+    CHECK(bs.ops->barrier() == 0);
+    if (rank == j->victim) {
+        ushmemi_bootstrap_abort(7, rank == 0 ? "root gives up" : NULL);
+        _exit(7);
+    }
+    spin_forever();
+}
+
+/* Rank 0 in a barrier, the others in an allgather: root must say so. */
+static int body_mismatch(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == 0);
+    if (rank == 0) {
+        CHECK(bs.ops->barrier() == USHMEM_EBOOTSTRAP);
+        CHECK(bs.ops->barrier() == USHMEM_EBOOTSTRAP); /* stays failed */
+        ushmemi_bootstrap_abort(3, "mismatch seen");
+        _exit(0);
+    }
+    uint64_t x = 1, all[MAX_PES];
+    bs.ops->allgather(&x, all, sizeof x);
+    CHECK(!"allgather returned although root aborted");
+    return 4;
+}
+
+/* ---- parent side ---- */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    g_alarm = 1;
+}
+
+static void kid_spawn(kid_t *k, body_fn fn, int rank, job_t *j)
+{
+    memset(k, 0, sizeof *k);
+    k->cap = memfd_create("pe-stderr", 0);
+    if (k->cap < 0) {
+        perror("memfd_create");
+        exit(1);
+    }
+    fflush(NULL);
+    k->pid = fork();
+    if (k->pid < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (k->pid == 0) {
+        dup2(k->cap, STDERR_FILENO);
+        signal(SIGALRM, SIG_DFL);
+        alarm(30); /* a PE that hangs dies even if the parent does not kill it */
+        g_rank = rank;
+        exit(fn(rank, j));
+    }
+}
+
+/* Wait for every kid, at most timeout seconds; then kill the rest. */
+static int kids_wait(kid_t *k, int n, unsigned timeout)
+{
+    int left = 0;
+    for (int i = 0; i < n; i++)
+        left += !k[i].exited;
+    g_alarm = 0;
+    alarm(timeout);
+    while (left > 0 && !g_alarm) {
+        int status;
+        pid_t p = waitpid(-1, &status, 0);
+        if (p < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (k[i].pid == p && !k[i].exited) {
+                k[i].exited = 1;
+                k[i].status = status;
+                k[i].t_exit = now_s();
+                left--;
+            }
+        }
+    }
+    alarm(0);
+    if (left == 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (!k[i].exited) {
+            kill(k[i].pid, SIGKILL);
+            waitpid(k[i].pid, &k[i].status, 0);
+            k[i].exited = 1;
+            k[i].t_exit = now_s();
+        }
+    }
+    return -1;
+}
+
+static void kid_output(const kid_t *k, char *buf, size_t size)
+{
+    ssize_t n = pread(k->cap, buf, size - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+static int kid_says(const kid_t *k, const char *what)
+{
+    static char buf[1 << 16];
+    kid_output(k, buf, sizeof buf);
+    return strstr(buf, what) != NULL;
+}
+
+static int exited_with(const kid_t *k, int code)
+{
+    return WIFEXITED(k->status) && WEXITSTATUS(k->status) == code;
+}
+
+static void describe_status(const kid_t *k, char *buf, size_t size)
+{
+    if (WIFEXITED(k->status))
+        snprintf(buf, size, "exit %d", WEXITSTATUS(k->status));
+    else if (WIFSIGNALED(k->status))
+        snprintf(buf, size, "signal %d", WTERMSIG(k->status));
+    else
+        snprintf(buf, size, "status %#x", k->status);
+}
+
+/* Print the verdict; on failure (or -v) every kid's status and stderr. */
+static void report(const char *name, const char *why, kid_t *k, int n)
+{
+    g_tests++;
+    if (why)
+        g_failures++;
+    printf("%s %d - %s%s%s\n", why ? "not ok" : "ok", g_tests, name, why ? ": " : "",
+           why ? why : "");
+    if (why || g_verbose) {
+        static char buf[1 << 16];
+        for (int i = 0; i < n; i++) {
+            char st[32];
+            describe_status(&k[i], st, sizeof st);
+            kid_output(&k[i], buf, sizeof buf);
+            printf("    [child %d, %s]\n", i, st);
+            for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+                printf("      %s\n", line);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        close(k[i].cap);
+    fflush(stdout);
+}
+
+static void job_init(job_t *j, const char *mode, int n)
+{
+    static int seq;
+    memset(j, 0, sizeof *j);
+    j->mode = mode;
+    j->n = n;
+    j->uid_pipe = -1;
+    j->hold_fd = -1;
+    snprintf(j->addr, sizeof j->addr, "unix:@ushmem-test-%d-%d", (int)getpid(), ++seq);
+    uint64_t s = (uint64_t)now_s() * 1000003u ^ (uint64_t)getpid() << 20 ^ (uint64_t)seq;
+    for (int i = 0; i < 16; i++)
+        snprintf(j->secret + 2 * i, 3, "%02x", (unsigned)(splitmix(&s) & 0xff));
+    memset((void *)g_counts, 0, 4096);
+}
+
+/* A TCP port nobody listens on right now. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        perror("free_port");
+        exit(1);
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static const char *all_exited_0(kid_t *k, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!exited_with(&k[i], 0))
+            return "a PE failed";
+    return NULL;
+}
+
+static void run_job(const char *name, job_t *j, body_fn fn, unsigned timeout)
+{
+    kid_t k[MAX_PES];
+    for (int r = 0; r < j->n; r++)
+        kid_spawn(&k[r], fn, r, j);
+    const char *why = kids_wait(k, j->n, timeout) ? "timed out" : all_exited_0(k, j->n);
+    report(name, why, k, j->n);
+}
+
+static void test_collectives(const char *mode)
+{
+    for (int n = 1; n <= 4; n++) {
+        job_t j;
+        char name[96];
+        job_init(&j, mode, n);
+        if (!strcmp(mode, "torchrun"))
+            j.master_port = free_port() - 1;
+        snprintf(name, sizeof name, "%s: allgather, bcast, 100 barriers, finalize, %d PE%s",
+                 mode, n, n > 1 ? "s" : "");
+        run_job(name, &j, body_full, 60);
+    }
+}
+
+static void test_single(void)
+{
+    job_t j;
+    job_init(&j, "none", 1);
+    run_job("no launcher: single PE", &j, body_full, 20);
+}
+
+static void test_launcher_tcp(void)
+{
+    job_t j;
+    job_init(&j, "launcher", 3);
+    snprintf(j.addr, sizeof j.addr, "tcp:127.0.0.1:%d", free_port());
+    run_job("launcher over tcp:127.0.0.1, 3 PEs", &j, body_full, 60);
+}
+
+static void test_uid(int n)
+{
+    job_t j;
+    kid_t k[MAX_PES];
+    int p[2];
+    char name[64];
+    job_init(&j, "uid", n);
+    if (pipe(p) != 0)
+        exit(1);
+    j.uid_pipe = p[1];
+    kid_spawn(&k[0], body_uid_root, 0, &j); /* rank 0 makes the id */
+    close(p[1]);
+    const char *why = NULL;
+    if (read(p[0], &j.uid, sizeof j.uid) != (ssize_t)sizeof j.uid)
+        why = "rank 0 sent no unique id";
+    close(p[0]);
+    for (int r = 1; r < n; r++)
+        kid_spawn(&k[r], body_full, r, &j);
+    int nk = why ? 1 : n;
+    if (kids_wait(k, nk, 60))
+        why = "timed out";
+    else if (!why)
+        why = all_exited_0(k, nk);
+    snprintf(name, sizeof name, "uid: shmemx_get_uniqueid on rank 0, %d PEs", n);
+    report(name, why, k, nk);
+}
+
+/* Rank 0 is not the process that made the id. */
+static void test_uid_not_maker(int port_free)
+{
+    job_t j;
+    kid_t k[3];
+    int p[2], hold[2];
+    job_init(&j, "uid", 2);
+    if (pipe(p) != 0 || pipe(hold) != 0)
+        exit(1);
+    j.uid_pipe = p[1];
+    j.hold_fd = port_free ? -1 : hold[0];
+    kid_spawn(&k[2], body_uid_maker, 0, &j);
+    close(p[1]);
+    close(hold[0]);
+    const char *why = NULL;
+    if (read(p[0], &j.uid, sizeof j.uid) != (ssize_t)sizeof j.uid)
+        why = "the maker sent no unique id";
+    close(p[0]);
+    int nk;
+    if (port_free) {
+        waitpid(k[2].pid, &k[2].status, 0); /* its port is free again */
+        k[2].exited = 1;
+        kid_spawn(&k[0], body_full, 0, &j);
+        kid_spawn(&k[1], body_full, 1, &j);
+        nk = 2;
+    } else {
+        kid_spawn(&k[0], body_uid_busy_port, 0, &j);
+        nk = 1;
+    }
+    if (kids_wait(k, nk, 30))
+        why = "timed out";
+    else if (!why)
+        why = all_exited_0(k, nk);
+    if (!why && !port_free && !kid_says(&k[0], "did not create this unique id"))
+        why = "no clear message";
+    close(hold[1]); /* the maker may go */
+    kids_wait(&k[2], 1, 10);
+    if (port_free)
+        report("uid: rank 0 did not make the id, port free: it binds the port itself", why, k, 2);
+    else
+        report("uid: rank 0 did not make the id, port taken: clear error", why, k, 1);
+    close(k[2].cap);
+}
+
+static void test_uid_garbage(void)
+{
+    job_t j;
+    kid_t k;
+    job_init(&j, "uid", 2);
+    kid_spawn(&k, body_uid_garbage, 1, &j);
+    const char *why = kids_wait(&k, 1, 10) ? "timed out" : all_exited_0(&k, 1);
+    if (!why && !kid_says(&k, "unique id is not valid"))
+        why = "no clear message";
+    report("uid: a garbage id is rejected", why, &k, 1);
+}
+
+static void test_wrong_secret(void)
+{
+    job_t j;
+    kid_t k[3];
+    job_init(&j, "launcher", 2);
+    kid_spawn(&k[0], body_full, 0, &j);
+    kid_spawn(&k[1], body_intruder, 1, &j);
+    kid_spawn(&k[2], body_late, 1, &j);
+    const char *why = kids_wait(k, 3, 30) ? "timed out" : all_exited_0(k, 3);
+    if (!why && !kid_says(&k[0], "refused a connection from"))
+        why = "root did not log the refusal";
+    if (!why && !kid_says(&k[0], "wrong secret"))
+        why = "root did not say why";
+    if (!why && !kid_says(&k[1], "root refused this PE: wrong secret"))
+        why = "the intruder did not say why";
+    report("wrong secret: refused with EDENIED, the job still completes", why, k, 3);
+}
+
+static void test_nobody_listening(int tcp)
+{
+    job_t j;
+    kid_t k;
+    job_init(&j, "launcher", 2);
+    j.timeout = 2;
+    if (tcp)
+        snprintf(j.addr, sizeof j.addr, "tcp:127.0.0.1:%d", free_port());
+    kid_spawn(&k, body_expect_timeout, 1, &j);
+    const char *why = kids_wait(&k, 1, 10) ? "timed out" : all_exited_0(&k, 1);
+    char want[200];
+    snprintf(want, sizeof want, "nobody listening at %s after 2 s", j.addr);
+    if (!why && !kid_says(&k, want))
+        why = "no clear message";
+    report(tcp ? "nobody listening (tcp): fails after USHMEM_BOOTSTRAP_TIMEOUT"
+               : "nobody listening (unix): fails after USHMEM_BOOTSTRAP_TIMEOUT",
+           why, &k, 1);
+}
+
+static void test_never_joined(void)
+{
+    job_t j;
+    kid_t k;
+    job_init(&j, "launcher", 3);
+    j.timeout = 2;
+    kid_spawn(&k, body_expect_timeout, 0, &j);
+    const char *why = kids_wait(&k, 1, 10) ? "timed out" : all_exited_0(&k, 1);
+    if (!why && !kid_says(&k, "PEs 1, 2 never joined (2 s)"))
+        why = "no clear message";
+    report("root alone: names the PEs that never joined", why, &k, 1);
+}
+
+static void test_mpi_detected(void)
+{
+    job_t j;
+    kid_t k;
+    job_init(&j, "mpi", 1);
+    kid_spawn(&k, body_expect_unsupported, 0, &j);
+    const char *why = kids_wait(&k, 1, 10) ? "timed out" : all_exited_0(&k, 1);
+    if (!why && !kid_says(&k, "launched by mpirun, but the MPI bootstrap module is not built"))
+        why = "no clear message";
+    report("mpirun detected: EUNSUPPORTED with a clear message", why, &k, 1);
+}
+
+static void test_mismatch(void)
+{
+    job_t j;
+    kid_t k[3];
+    job_init(&j, "launcher", 3);
+    for (int r = 0; r < 3; r++)
+        kid_spawn(&k[r], body_mismatch, r, &j);
+    const char *why = kids_wait(k, 3, 20) ? "timed out" : NULL;
+    if (!why && !(exited_with(&k[0], 0) && exited_with(&k[1], 3) && exited_with(&k[2], 3)))
+        why = "wrong exit statuses (want 0, 3, 3)";
+    if (!why && !kid_says(&k[0], "every PE must make the same bootstrap calls"))
+        why = "root did not explain the mismatch";
+    report("mismatched collectives: root explains, its abort stops the others", why, k, 3);
+}
+
+/* The victim leaves; everyone else must be gone within 5 s, non-zero. */
+static void test_monitor(const char *name, body_fn fn, int victim, int want_code,
+                         const char *root_says)
+{
+    job_t j;
+    kid_t k[3];
+    job_init(&j, "launcher", 3);
+    j.victim = victim;
+    for (int r = 0; r < 3; r++)
+        kid_spawn(&k[r], fn, r, &j);
+    const char *why = kids_wait(k, 3, 15) ? "timed out (a PE kept running)" : NULL;
+    int victim_code = fn == body_global_exit ? 7 : 9;
+    if (!why && !exited_with(&k[victim], victim_code))
+        why = "the victim did not exit as planned";
+    for (int r = 0; r < 3 && !why; r++) {
+        if (r == victim)
+            continue;
+        if (!exited_with(&k[r], want_code))
+            why = "a surviving PE did not exit with the expected status";
+        else if (k[r].t_exit - k[victim].t_exit > 5.0)
+            why = "a surviving PE took more than 5 s to go";
+    }
+    if (!why && root_says && !kid_says(&k[0], root_says))
+        why = "root did not print the expected line";
+    if (!why && victim == 0 && fn == body_leave && !kid_says(&k[1], "PE 0 left the job"))
+        why = "PE 1 did not say that root left";
+    report(name, why, k, 3);
+}
+
+int main(int argc, char **argv)
+{
+    g_verbose = argc > 1 && !strcmp(argv[1], "-v");
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    g_counts = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_counts == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: waitpid wakes */
+    sigaction(SIGALRM, &sa, NULL);
+
+    test_single();
+    test_collectives("launcher");
+    test_launcher_tcp();
+    test_collectives("torchrun");
+    test_uid(1);
+    test_uid(3);
+    test_uid_not_maker(1);
+    test_uid_not_maker(0);
+    test_uid_garbage();
+    test_wrong_secret();
+    test_nobody_listening(0);
+    test_nobody_listening(1);
+    test_never_joined();
+    test_mpi_detected();
+    test_mismatch();
+    test_monitor("monitor: PE 2 exits without finalize, PEs 0 and 1 spinning are stopped",
+                 body_leave, 2, 1, "ushmem: PE 2 left the job without shmem_finalize");
+    test_monitor("monitor: root exits without finalize, PEs 1 and 2 spinning are stopped",
+                 body_leave, 0, 1, NULL);
+    test_monitor("monitor: PE 2 exits while the others wait in a bootstrap barrier",
+                 body_leave_during_barrier, 2, 1, "PE 2 left the job");
+    test_monitor("monitor: PE 1 calls shmem_global_exit(7), the others exit 7",
+                 body_global_exit, 1, 7, "ushmem: PE 1 called shmem_global_exit(7)");
+    test_monitor("monitor: root aborts with status 7, the others exit 7", body_global_exit, 0,
+                 7, NULL);
+
+    printf("1..%d\n%d of %d failed\n", g_tests, g_failures, g_tests);
+    return g_failures ? 1 : 0;
+}
