@@ -96,10 +96,12 @@ void ushmemi_bootstrap_error(const char *call, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* After init the call is "bootstrap" itself: do not say it twice. */
+    const char *prefix = strcmp(call, "bootstrap") ? "bootstrap: " : "";
     if (ushmemi_g.n_pes == 0 && st.nranks > 1)
-        ushmemi_error(call, "bootstrap: PE %d of %d: %s", st.rank, st.nranks, msg);
+        ushmemi_error(call, "%sPE %d of %d: %s", prefix, st.rank, st.nranks, msg);
     else
-        ushmemi_error(call, "bootstrap: %s", msg);
+        ushmemi_error(call, "%s%s", prefix, msg);
 }
 
 /* One line straight to stderr with write(2): the monitor thread uses it while
@@ -616,7 +618,7 @@ static int op_enter(const char *what)
     pthread_mutex_lock(&st.lock);
     if (!st.connected) {
         pthread_mutex_unlock(&st.lock);
-        ushmemi_error("bootstrap", "bootstrap: %s called before init or after fini", what);
+        ushmemi_error("bootstrap", "%s called before init or after fini", what);
         return USHMEM_ESTATE;
     }
     if (st.failed) {

@@ -21,6 +21,11 @@ grep -q "SHMEM_SYMMETRIC_SIZE" <<<"$out" && grep -q "shm" <<<"$out" && ok "ushme
 out=$(timeout 30 "$USHRUN" -n 3 "$BUILD_DIR/tools/ushmem_info" --peers 2>&1)
 grep -q "PE 2 *shm" <<<"$out" && ok "ushmem_info --peers" || bad "ushmem_info --peers: $out"
 
+# The README's environment table is the generated one.
+want=$("$BUILD_DIR/tools/ushmem_info" --env-markdown)
+have=$(sed -n '/<!-- env-table/,/<!-- \/env-table/p' "$SRC_DIR/README.md" | sed '1d;$d')
+[ "$want" = "$have" ] && ok "README env table matches ushmem_info" || bad "README env table drifted: run ushmem_info --env-markdown"
+
 # Exported symbols: only the OpenSHMEM API (shmem_, pshmem_, shmemx_, the
 # deprecated names) and the team handles.
 bad_syms=$(nm -D --defined-only "$BUILD_DIR/libushmem.so" | awk '{print $3}' |
