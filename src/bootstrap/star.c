@@ -754,9 +754,9 @@ int ushmemi_bootstrap_addr_tcp(const char *host, long port, const char *what,
     const void *a = pick->ai_family == AF_INET
                         ? (const void *)&((const struct sockaddr_in *)pick->ai_addr)->sin_addr
                         : (const void *)&((const struct sockaddr_in6 *)pick->ai_addr)->sin6_addr;
+    int v6 = pick->ai_family == AF_INET6;
     inet_ntop(pick->ai_family, a, ip, sizeof ip);
     freeaddrinfo(res);
-    int v6 = pick->ai_family == AF_INET6;
     if (!strcmp(ip, host))
         snprintf(out->desc, sizeof out->desc, "tcp:%s%s%s:%ld", v6 ? "[" : "", ip, v6 ? "]" : "",
                  port);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/local.h"
 #include "transport/transport.h"
 
 static const ushmemi_transport_ops_t *const all_transports[] = {
@@ -63,6 +64,9 @@ int ushmemi_transports_init(const char *call)
     int rc = select_transports(call);
     if (rc)
         return rc;
+    rc = ushmemi_locality_init(call);
+    if (rc)
+        return rc;
     peer_tl = calloc((size_t)ushmemi_g.n_pes, sizeof *peer_tl);
     if (!peer_tl)
         return USHMEM_ENOMEM;
@@ -98,6 +102,7 @@ undo:
     }
     free(peer_tl);
     peer_tl = NULL;
+    ushmemi_locality_fini();
     return rc;
 }
 
@@ -110,6 +115,7 @@ void ushmemi_transports_fini(void)
     nactive = 0;
     free(peer_tl);
     peer_tl = NULL;
+    ushmemi_locality_fini();
 }
 
 int ushmemi_pe_reachable(int pe)

@@ -43,6 +43,7 @@ typedef struct {
     int ever_initialized;
     int my_pe, n_pes;
     int local_rank, local_size;
+    unsigned char *is_local; /* [n_pes]: PE runs on this host */
     int thread_level;
     ushmemi_seg_t seg[USHMEMI_NSEG];
     ushmemi_sync_region_t *sync; /* == seg[HEAP].base */

@@ -1,0 +1,287 @@
+/* Data-movement collectives on teams: broadcast, collect, fcollect, alltoall,
+ * alltoalls, their untyped names and the deprecated active-set forms.
+ *
+ * Broadcast is a binomial tree: each member waits for its parent's flag, pulls
+ * the data from the parent's dest (the root's source for the root's children)
+ * and flags its own children, largest subtree first. The others start with a
+ * team sync (every source is ready, every dest may be written), then each PE
+ * pulls what it needs straight from the members' symmetric sources: O(n)
+ * copies per PE, but only two log-depth syncs. Every collective ends with a
+ * team sync, so on return nobody still reads this PE's source or dest and
+ * nobody writes into it: the PE may reuse them and start the next collective
+ * at once. */
+#include <string.h>
+
+#include "coll/coll.h"
+
+static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                 int root_dest, const char *call)
+{
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    int n = team->size, me = team->my_pe;
+    if (root < 0 || root >= n) {
+        ushmemi_error(call, "PE_root %d out of range for a team of %d PEs", root, n);
+        return USHMEM_EINVAL;
+    }
+    ushmemi_coll_sym(dest, nbytes, "dest", call);
+    ushmemi_coll_sym(src, nbytes, "source", call);
+    int v = me - root < 0 ? me - root + n : me - root; /* rank relative to the root */
+    if (nbytes == 0 || n == 1) {
+        if (nbytes && root_dest && dest != src)
+            memmove(dest, src, nbytes);
+        ushmemi_team_sync(team, call); /* still a synchronizing call */
+        return 0;
+    }
+    uint64_t epoch = ++team->coll_epoch;
+    if (v == 0) {
+        if (root_dest && dest != src)
+            memmove(dest, src, nbytes);
+    } else {
+        ushmemi_team_slot_t *mine = ushmemi_team_my_slot(team);
+        ushmemi_waiter_t w = {0, call};
+        while (atomic_load_explicit(&mine->bcast_flag, memory_order_acquire) < epoch)
+            ushmemi_wait_poll(&w);
+        int pv = v & (v - 1), parent = (pv + root) % n;
+        const char *from = pv == 0 ? ushmemi_coll_peer(src, team, root, call)
+                                   : ushmemi_coll_peer(dest, team, parent, call);
+        memcpy(dest, from, nbytes);
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    /* Children of v are v + 2^k for 2^k below v's lowest set bit (any k for
+     * the root); the largest subtree is started first. */
+    int top = 1;
+    if (v)
+        top = (v & -v) >> 1;
+    else
+        while (top * 2 < n)
+            top *= 2;
+    for (int m = top; m >= 1; m >>= 1) {
+        if (v + m >= n)
+            continue;
+        int pe = ushmemi_team_world_pe(team, (v + m + root) % n);
+        ushmemi_coll_region_t *r = ushmemi_coll_region(pe);
+        if (!r)
+            ushmemi_fatal(call, "PE %d's memory is not mapped in this process", pe);
+        atomic_store_explicit(&r->slot[team->slot].bcast_flag, epoch, memory_order_release);
+    }
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                      const char *call)
+{
+    return bcast(team, dest, src, nbytes, root, 1, call);
+}
+
+int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                     const char *call)
+{
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    int n = team->size, me = team->my_pe;
+    ushmemi_coll_sym(dest, ushmemi_coll_bytes((size_t)n, nbytes, call), "dest", call);
+    ushmemi_coll_sym(src, nbytes, "source", call);
+    ushmemi_team_sync(team, call);
+    if (nbytes)
+        for (int k = 0; k < n; k++) {
+            /* Start at this PE's own block so the PEs do not all read the
+             * same source at the same time. */
+            int j = me + k >= n ? me + k - n : me + k;
+            char *d = (char *)dest + (size_t)j * nbytes;
+            if (j == me)
+                memmove(d, src, nbytes);
+            else
+                memcpy(d, ushmemi_coll_peer(src, team, j, call), nbytes);
+        }
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                    const char *call)
+{
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    int n = team->size, me = team->my_pe;
+    ushmemi_coll_sym(src, nbytes, "source", call);
+    ushmemi_team_my_slot(team)->word[0] = nbytes;
+    ushmemi_team_sync(team, call);
+    /* Block sizes differ: my block goes after the blocks of members 0..j-1. */
+    size_t total = 0;
+    for (int j = 0; j < n; j++) {
+        ushmemi_coll_region_t *r = ushmemi_coll_region(ushmemi_team_world_pe(team, j));
+        if (!r)
+            ushmemi_fatal(call, "PE %d's memory is not mapped in this process",
+                          ushmemi_team_world_pe(team, j));
+        size_t sz = (size_t)r->slot[team->slot].word[0];
+        if (sz > SIZE_MAX - total)
+            ushmemi_fatal(call, "collected size overflows");
+        total += sz;
+    }
+    ushmemi_coll_sym(dest, total, "dest", call);
+    size_t off = 0;
+    for (int j = 0; j < n; j++) {
+        size_t sz = (size_t)ushmemi_coll_region(ushmemi_team_world_pe(team, j))
+                        ->slot[team->slot]
+                        .word[0];
+        if (sz)
+            memmove((char *)dest + off, j == me ? src : ushmemi_coll_peer(src, team, j, call),
+                    sz);
+        off += sz;
+    }
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                     const char *call)
+{
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    int n = team->size, me = team->my_pe;
+    size_t total = ushmemi_coll_bytes((size_t)n, nbytes, call);
+    ushmemi_coll_sym(dest, total, "dest", call);
+    ushmemi_coll_sym(src, total, "source", call);
+    ushmemi_team_sync(team, call);
+    if (nbytes)
+        for (int k = 0; k < n; k++) {
+            int j = me + k >= n ? me + k - n : me + k;
+            const char *s = j == me ? (const char *)src : ushmemi_coll_peer(src, team, j, call);
+            memmove((char *)dest + (size_t)j * nbytes, s + (size_t)me * nbytes, nbytes);
+        }
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+/* Bytes spanned by count elements of esize at stride (in elements). */
+static size_t span(size_t count, ptrdiff_t stride, size_t esize, const char *call)
+{
+    if (count == 0)
+        return 0;
+    size_t s = (size_t)stride;
+    if (count - 1 > (SIZE_MAX / esize - 1) / s)
+        ushmemi_fatal(call, "strided extent overflows");
+    return ((count - 1) * s + 1) * esize;
+}
+
+int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst,
+                      ptrdiff_t sst, size_t nelems, size_t esize, const char *call)
+{
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    if (dst < 1 || sst < 1) {
+        ushmemi_error(call, "strides must be at least 1 (dst %td, sst %td)", dst, sst);
+        return USHMEM_EINVAL;
+    }
+    int n = team->size, me = team->my_pe;
+    size_t all = ushmemi_coll_bytes((size_t)n, nelems, call);
+    ushmemi_coll_sym(dest, span(all, dst, esize, call), "dest", call);
+    ushmemi_coll_sym(src, span(all, sst, esize, call), "source", call);
+    ushmemi_team_sync(team, call);
+    /* Element e of the block member j sends me sits at source index
+     * (me*nelems + e)*sst on j and lands at dest index (j*nelems + e)*dst. */
+    size_t dstep = (size_t)dst * esize, sstep = (size_t)sst * esize;
+    for (int k = 0; nelems && k < n; k++) {
+        int j = me + k >= n ? me + k - n : me + k;
+        const char *s = (j == me ? (const char *)src : ushmemi_coll_peer(src, team, j, call)) +
+                        (size_t)me * nelems * sstep;
+        char *d = (char *)dest + (size_t)j * nelems * dstep;
+        if (dst == 1 && sst == 1) {
+            memmove(d, s, nelems * esize);
+            continue;
+        }
+        for (size_t e = 0; e < nelems; e++)
+            memcpy(d + e * dstep, s + e * sstep, esize);
+    }
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+/* ---- untyped team forms ---- */
+
+USHMEMI_API int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
+                                   size_t nelems, int PE_root)
+{
+    return bcast(team, dest, source, nelems, PE_root, 1, "shmem_broadcastmem");
+}
+
+USHMEMI_API int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
+{
+    return ushmemi_collect(team, dest, source, nelems, "shmem_collectmem");
+}
+
+USHMEMI_API int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source,
+                                  size_t nelems)
+{
+    return ushmemi_fcollect(team, dest, source, nelems, "shmem_fcollectmem");
+}
+
+USHMEMI_API int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source,
+                                  size_t nelems)
+{
+    return ushmemi_alltoall(team, dest, source, nelems, "shmem_alltoallmem");
+}
+
+USHMEMI_API int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source,
+                                   ptrdiff_t dst, ptrdiff_t sst, size_t nelems)
+{
+    return ushmemi_alltoalls(team, dest, source, dst, sst, nelems, 1, "shmem_alltoallsmem");
+}
+
+/* ---- deprecated active-set forms (pSync is not needed) ---- */
+
+static void must(int rc, const char *call)
+{
+    if (rc)
+        ushmemi_fatal(call, "%s", ushmemi_strerror(rc));
+}
+
+#define ASET(call) ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call)
+
+/* The active-set broadcast leaves the root's dest alone. */
+#define DEF_BCAST(bits)                                                                       \
+    USHMEMI_API void shmem_broadcast##bits(void *dest, const void *source, size_t nelems,    \
+                                           int PE_root, int PE_start, int logPE_stride,      \
+                                           int PE_size, long *pSync)                          \
+    {                                                                                         \
+        static const char call[] = "shmem_broadcast" #bits;                                  \
+        (void)pSync;                                                                          \
+        must(bcast(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call),      \
+                   PE_root, 0, call),                                                         \
+             call);                                                                           \
+    }
+
+#define DEF_GATHER(name, prim, bits)                                                          \
+    USHMEMI_API void shmem_##name##bits(void *dest, const void *source, size_t nelems,        \
+                                        int PE_start, int logPE_stride, int PE_size,          \
+                                        long *pSync)                                           \
+    {                                                                                         \
+        static const char call[] = "shmem_" #name #bits;                                     \
+        (void)pSync;                                                                          \
+        must(prim(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), call), \
+             call);                                                                           \
+    }
+
+#define DEF_ALLTOALLS(bits)                                                                   \
+    USHMEMI_API void shmem_alltoalls##bits(void *dest, const void *source, ptrdiff_t dst,    \
+                                           ptrdiff_t sst, size_t nelems, int PE_start,       \
+                                           int logPE_stride, int PE_size, long *pSync)        \
+    {                                                                                         \
+        static const char call[] = "shmem_alltoalls" #bits;                                  \
+        (void)pSync;                                                                          \
+        must(ushmemi_alltoalls(ASET(call), dest, source, dst, sst, nelems, bits / 8, call),   \
+             call);                                                                           \
+    }
+
+DEF_BCAST(32)
+DEF_BCAST(64)
+DEF_GATHER(collect, ushmemi_collect, 32)
+DEF_GATHER(collect, ushmemi_collect, 64)
+DEF_GATHER(fcollect, ushmemi_fcollect, 32)
+DEF_GATHER(fcollect, ushmemi_fcollect, 64)
+DEF_GATHER(alltoall, ushmemi_alltoall, 32)
+DEF_GATHER(alltoall, ushmemi_alltoall, 64)
+DEF_ALLTOALLS(32)
+DEF_ALLTOALLS(64)

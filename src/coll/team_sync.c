@@ -1,0 +1,57 @@
+/* Team synchronization: a dissemination barrier over the members on the
+ * team's slot, with epochs that only grow (as src/sync/barrier.c does for the
+ * world): in round r member i writes the epoch into flag r of member
+ * (i + 2^r) mod n and waits for its own flag r to reach it. ceil(log2 n)
+ * rounds; after the last one every member has transitively heard from all. */
+#include "coll/coll.h"
+
+void ushmemi_team_sync(shmem_team_t team, const char *call)
+{
+    /* Orders this PE's earlier stores into peers (the non-temporal stores of
+     * large memcpys included) before any flag the peers wait on. */
+    atomic_thread_fence(memory_order_seq_cst);
+    int n = team->size, me = team->my_pe;
+    if (n == 1)
+        return;
+    uint64_t epoch = ++team->sync_epoch;
+    ushmemi_team_slot_t *mine = ushmemi_team_my_slot(team);
+    for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
+        int to = me + dist >= n ? me + dist - n : me + dist;
+        int pe = ushmemi_team_world_pe(team, to);
+        ushmemi_coll_region_t *peer = ushmemi_coll_region(pe);
+        if (USHMEMI_UNLIKELY(!peer))
+            ushmemi_fatal(call, "PE %d's memory is not mapped in this process: team "
+                                "synchronization needs every member on this host", pe);
+        atomic_store_explicit(&peer->slot[team->slot].sync_flag[r], epoch,
+                              memory_order_release);
+        ushmemi_waiter_t w = {0, call};
+        while (atomic_load_explicit(&mine->sync_flag[r], memory_order_acquire) < epoch)
+            ushmemi_wait_poll(&w);
+    }
+}
+
+USHMEMI_API int shmem_team_sync(shmem_team_t team)
+{
+    static const char call[] = "shmem_team_sync";
+    if (!ushmemi_coll_team_ok(team, call))
+        return USHMEM_EINVAL;
+    ushmemi_team_sync(team, call);
+    return 0;
+}
+
+/* Deprecated active-set forms; pSync is not needed (the team has its slot). */
+USHMEMI_API void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync)
+{
+    static const char call[] = "shmem_barrier";
+    (void)pSync;
+    shmem_team_t team = ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call);
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+    ushmemi_team_sync(team, call);
+}
+
+USHMEMI_API void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
+{
+    static const char call[] = "shmem_sync";
+    (void)pSync;
+    ushmemi_team_sync(ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call), call);
+}
