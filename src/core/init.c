@@ -320,3 +320,23 @@ USHMEMI_API void shmem_udcflush_line(void *dest)
 {
     (void)dest;
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_init)
+USHMEMI_PSHMEM(shmem_init_thread)
+USHMEMI_PSHMEM(shmem_finalize)
+USHMEMI_PSHMEM(shmem_query_initialized)
+USHMEMI_PSHMEM(shmem_query_thread)
+USHMEMI_PSHMEM(shmem_global_exit)
+USHMEMI_PSHMEM(shmem_my_pe)
+USHMEMI_PSHMEM(shmem_n_pes)
+USHMEMI_PSHMEM(shmem_pe_accessible)
+USHMEMI_PSHMEM(shmem_addr_accessible)
+USHMEMI_PSHMEM(shmem_info_get_version)
+USHMEMI_PSHMEM(shmem_info_get_name)
+USHMEMI_PSHMEM(shmem_clear_cache_inv)
+USHMEMI_PSHMEM(shmem_set_cache_inv)
+USHMEMI_PSHMEM(shmem_clear_cache_line_inv)
+USHMEMI_PSHMEM(shmem_set_cache_line_inv)
+USHMEMI_PSHMEM(shmem_udcflush)
+USHMEMI_PSHMEM(shmem_udcflush_line)

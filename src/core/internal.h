@@ -12,6 +12,10 @@
 #include "shmemx.h"
 
 #define USHMEMI_API __attribute__((visibility("default")))
+/* The pshmem_ profiling name of a hand-written routine: an alias, so it must
+ * sit in the file that defines the routine (the typed ones are generated). */
+#define USHMEMI_PSHMEM(name) \
+    extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")));
 #define USHMEMI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define USHMEMI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define USHMEMI_PRINTF(a, b) __attribute__((format(printf, a, b)))

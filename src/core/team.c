@@ -259,6 +259,10 @@ USHMEMI_API int shmem_team_split_strided(shmem_team_t parent_team, int start, in
     static const char call[] = "shmem_team_split_strided";
     if (new_team)
         *new_team = SHMEM_TEAM_INVALID;
+    /* An INVALID parent is how non-members of a team take part in nested
+     * splits: defined by the spec (non-zero, no team), so no error line. */
+    if (parent_team == SHMEM_TEAM_INVALID && ushmemi_g.initialized)
+        return USHMEM_EINVAL;
     if (!ushmemi_team_check(parent_team, call))
         return USHMEM_EINVAL;
     if (!new_team) {
@@ -296,6 +300,8 @@ USHMEMI_API int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
         *xaxis_team = SHMEM_TEAM_INVALID;
     if (yaxis_team)
         *yaxis_team = SHMEM_TEAM_INVALID;
+    if (parent_team == SHMEM_TEAM_INVALID && ushmemi_g.initialized)
+        return USHMEM_EINVAL; /* as in shmem_team_split_strided */
     if (!ushmemi_team_check(parent_team, call))
         return USHMEM_EINVAL;
     if (!xaxis_team || !yaxis_team) {

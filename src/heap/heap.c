@@ -339,3 +339,11 @@ int ushmemi_buffer_is_registered(const void *addr, size_t len)
     pthread_mutex_unlock(&reg_lock);
     return r;
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_malloc)
+USHMEMI_PSHMEM(shmem_malloc_with_hints)
+USHMEMI_PSHMEM(shmem_calloc)
+USHMEMI_PSHMEM(shmem_align)
+USHMEMI_PSHMEM(shmem_free)
+USHMEMI_PSHMEM(shmem_realloc)

@@ -258,3 +258,8 @@ USHMEMI_API int shmemx_heap_bases(const void *sym_addr, void **bases)
         bases[pe] = ushmemi_xlate(sym_addr, pe);
     return SHMEMX_SUCCESS;
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_quiet)
+USHMEMI_PSHMEM(shmem_fence)
+USHMEMI_PSHMEM(shmem_ptr)

@@ -40,3 +40,7 @@ USHMEMI_API void shmem_sync_all(void)
     USHMEMI_CHECK_INIT("shmem_sync_all");
     ushmemi_sync_world();
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_barrier_all)
+USHMEMI_PSHMEM(shmem_sync_all)

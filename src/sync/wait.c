@@ -234,3 +234,7 @@ USHMEMI_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64
     ushmemi_wait_until(sig_addr, dt, cmp, &cmp_value, call);
     return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_signal_fetch)
+USHMEMI_PSHMEM(shmem_signal_wait_until)

@@ -4,28 +4,31 @@
  * USHMEM_TEST_NPES: 1 2 3 4 */
 #include "test_util.h"
 
-static long marks[64]; /* .bss: symmetric */
+/* .bss, symmetric. Teams whose checks may overlap in time (a PE done with
+ * one team's check starts the next while others still check the first) use
+ * different areas. */
+static long marks[2][64];
 
 /* In each round every member writes the round number into its cell on every
  * other member, syncs, and checks all cells: a sync that returned early
  * shows up as a stale cell. */
-static void check_sync(shmem_team_t team, int rounds)
+static void check_sync(shmem_team_t team, int rounds, int area)
 {
     int me = shmem_team_my_pe(team), n = shmem_team_n_pes(team);
     for (int r = 1; r <= rounds; r++) {
         for (int j = 0; j < n; j++) {
             int pe = shmem_team_translate_pe(team, j, SHMEM_TEAM_WORLD);
-            shmem_long_p(&marks[me], r, pe);
+            shmem_long_p(&marks[area][me], r, pe);
         }
         shmem_quiet();
         CHECK(shmem_team_sync(team) == 0, "team_sync");
         for (int j = 0; j < n; j++)
-            CHECK(marks[j] == r, "round %d: cell %d is %ld", r, j, marks[j]);
+            CHECK(marks[area][j] == r, "round %d: cell %d is %ld", r, j, marks[area][j]);
         CHECK(shmem_team_sync(team) == 0, "team_sync");
     }
 }
 
-static void check_members(shmem_team_t team, int start, int stride, int size)
+static void check_members(shmem_team_t team, int start, int stride, int size, int area)
 {
     int me = shmem_my_pe();
     int d = me - start;
@@ -43,11 +46,11 @@ static void check_members(shmem_team_t team, int start, int stride, int size)
         int w = shmem_team_translate_pe(team, i, SHMEM_TEAM_WORLD);
         CHECK(w == start + i * stride, "translate %d -> %d", i, w);
         CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, w, team) == i, "translate back");
-        CHECK(shmem_team_ptr(team, &marks[0], i) == shmem_ptr(&marks[0], w), "team_ptr");
+        CHECK(shmem_team_ptr(team, marks, i) == shmem_ptr(marks, w), "team_ptr");
     }
     CHECK(shmem_team_translate_pe(team, size, SHMEM_TEAM_WORLD) == -1, "translate out of range");
-    CHECK(shmem_team_ptr(team, &marks[0], size) == NULL, "team_ptr out of range");
-    check_sync(team, 5);
+    CHECK(shmem_team_ptr(team, marks, size) == NULL, "team_ptr out of range");
+    check_sync(team, 5, area);
 }
 
 int main(void)
@@ -59,29 +62,30 @@ int main(void)
     CHECK(shmem_team_n_pes(SHMEM_TEAM_WORLD) == n, "world n_pes");
     CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == n, "one host: shared == world");
     CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, me, SHMEM_TEAM_WORLD) == me, "shared pe");
-    check_sync(SHMEM_TEAM_WORLD, 10);
-    check_sync(SHMEM_TEAM_SHARED, 3);
+    check_sync(SHMEM_TEAM_WORLD, 10, 0);
+    check_sync(SHMEM_TEAM_SHARED, 3, 0);
 
     /* even and odd PEs */
     shmem_team_t even, odd;
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, NULL, 0, &even) == 0,
           "split even");
-    check_members(even, 0, 2, (n + 1) / 2);
+    check_members(even, 0, 2, (n + 1) / 2, 0);
     if (n > 1) {
         CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, n / 2, NULL, 0, &odd) == 0,
               "split odd");
-        check_members(odd, 1, 2, n / 2);
+        check_members(odd, 1, 2, n / 2, 0);
     } else {
         odd = SHMEM_TEAM_INVALID;
     }
     /* the world is still fine in between */
-    check_sync(SHMEM_TEAM_WORLD, 2);
+    shmem_barrier_all();
+    check_sync(SHMEM_TEAM_WORLD, 2, 0);
 
     /* reversed world: negative stride */
     shmem_team_t rev;
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, n - 1, -1, n, NULL, 0, &rev) == 0, "rev");
     CHECK(shmem_team_my_pe(rev) == n - 1 - me, "reversed my_pe %d", shmem_team_my_pe(rev));
-    check_members(rev, n - 1, -1, n);
+    check_members(rev, n - 1, -1, n, 0);
 
     /* nested: the last member of the even team, split from the even team */
     if (even != SHMEM_TEAM_INVALID) {
@@ -91,7 +95,7 @@ int main(void)
         CHECK(shmem_team_split_strided(even, en - 1, 0, 1, &cfg, SHMEM_TEAM_NUM_CONTEXTS,
                                        &last) == 0,
               "nested split");
-        check_members(last, 2 * (en - 1), 1, 1);
+        check_members(last, 2 * (en - 1), 1, 1, 0);
         if (last != SHMEM_TEAM_INVALID) {
             CHECK(shmem_team_get_config(last, SHMEM_TEAM_NUM_CONTEXTS, &got) == 0 &&
                       got.num_contexts == 3,
@@ -109,8 +113,8 @@ int main(void)
         CHECK(shmem_team_my_pe(xt) == me % x, "x my_pe");
         CHECK(shmem_team_my_pe(yt) == me / x, "y my_pe");
         int row0 = me / x * x;
-        check_members(xt, row0, 1, n - row0 < x ? n - row0 : x);
-        check_members(yt, me % x, x, (n - 1 - me % x) / x + 1);
+        check_members(xt, row0, 1, n - row0 < x ? n - row0 : x, 0);
+        check_members(yt, me % x, x, (n - 1 - me % x) / x + 1, 1);
         shmem_team_destroy(xt);
         shmem_team_destroy(yt);
     }
@@ -143,7 +147,8 @@ int main(void)
     CHECK(shmem_team_translate_pe(SHMEM_TEAM_INVALID, 0, SHMEM_TEAM_WORLD) == -1, "translate");
     shmem_team_destroy(SHMEM_TEAM_WORLD);   /* error line, no effect */
     shmem_team_destroy(SHMEM_TEAM_INVALID); /* no-op */
-    check_sync(SHMEM_TEAM_WORLD, 2);
+    shmem_barrier_all();
+    check_sync(SHMEM_TEAM_WORLD, 2, 0);
 
     /* many live teams at once, then slot reuse over many cycles */
     enum { LIVE = 100 };
@@ -152,9 +157,11 @@ int main(void)
         CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, i % n, 1, n - i % n, NULL, 0,
                                        &live[i]) == 0,
               "live team %d", i);
-    for (int i = 0; i < LIVE; i += 7)
+    for (int i = 0; i < LIVE; i += 7) {
         if (live[i] != SHMEM_TEAM_INVALID)
-            check_sync(live[i], 1);
+            check_sync(live[i], 1, 0);
+        shmem_barrier_all();
+    }
     for (int i = 0; i < LIVE; i++)
         shmem_team_destroy(live[i]);
     for (int i = 0; i < 300; i++) {
