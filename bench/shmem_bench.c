@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MIN_SIZE ((size_t)8)
+#define MIN_SIZE         ((size_t)8)
 #define DEFAULT_MAX_SIZE ((size_t)16 << 20)
 
 enum { SEC_PINGPONG, SEC_PUT, SEC_GET, SEC_PUT_NBI, SEC_BARRIER, SEC_MEMCPY, SEC_COUNT };
@@ -47,8 +47,8 @@ typedef struct {
 typedef struct {
     int me;
     int npes;
-    char *src; /* symmetric, max_size bytes */
-    char *dst; /* symmetric, max_size bytes */
+    char *src;   /* symmetric, max_size bytes */
+    char *dst;   /* symmetric, max_size bytes */
     long *flags; /* symmetric: [0] ping (PE 1 waits), [1] pong (PE 0 waits) */
 } bench_ctx_t;
 
@@ -71,9 +71,21 @@ static int parse_size(const char *s, size_t *out)
     if (errno || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
     default: break;
     }
     if (*end == 'i' || *end == 'B')
@@ -239,8 +251,7 @@ static void check_pattern(const bench_ctx_t *c, const char *what, const char *bu
 
 static void fail(const bench_ctx_t *c, const char *what, const char *msg, long a, long b)
 {
-    fprintf(stderr, "shmem_bench: PE %d: %s: %s (got %ld, expected %ld)\n", c->me, what, msg, a,
-            b);
+    fprintf(stderr, "shmem_bench: PE %d: %s: %s (got %ld, expected %ld)\n", c->me, what, msg, a, b);
     fflush(stderr);
     shmem_global_exit(1);
     exit(1);

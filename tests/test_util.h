@@ -67,16 +67,15 @@ static inline int test_verify(const void *buf, size_t n, int pe, int round, size
     return ok;
 }
 
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", shmem_my_pe(), __FILE__, \
-                    __LINE__, #cond);                                                 \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fprintf(stderr, " (USHMEM_TEST_SEED=0x%llx)\n",                             \
-                    (unsigned long long)test_seed());                                 \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ", shmem_my_pe(), __FILE__, __LINE__, \
+                    #cond);                                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, " (USHMEM_TEST_SEED=0x%llx)\n", (unsigned long long)test_seed());      \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 #endif

@@ -27,13 +27,13 @@
 #define USHMEM_VERSION_STRING "0.1.0"
 #endif
 
-#define USHRUN_MAX_PES 4096
+#define USHRUN_MAX_PES       4096
 #define USHRUN_KILL_GRACE_MS 2000
 /* A line longer than this is emitted in pieces, so one chatty PE cannot exhaust memory. */
-#define USHRUN_MAX_LINE (64 * 1024)
-#define USHRUN_EXIT_USAGE 2
+#define USHRUN_MAX_LINE     (64 * 1024)
+#define USHRUN_EXIT_USAGE   2
 #define USHRUN_EXIT_TIMEOUT 124
-#define USHRUN_EXIT_NOEXEC 127
+#define USHRUN_EXIT_NOEXEC  127
 
 /* One captured output stream of one PE (only with --tag-output). */
 typedef struct {
@@ -157,8 +157,8 @@ static int option_is(const char *arg, const char *name, int is_short)
 {
     size_t len = strlen(name);
 
-    return strncmp(arg, name, len) == 0 &&
-           (arg[len] == '\0' || arg[len] == '=' || (is_short && arg[len] >= '0' && arg[len] <= '9'));
+    return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=' ||
+                                            (is_short && arg[len] >= '0' && arg[len] <= '9'));
 }
 
 static void parse_args(int argc, char **argv, ushrun_opts_t *o)

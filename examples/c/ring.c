@@ -4,15 +4,15 @@
 #include <shmem.h>
 #include <stdio.h>
 
-int received;  /* globals are symmetric too */
+int received; /* globals are symmetric too */
 long total;
 
 int main(void)
 {
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
-    shmem_int_p(&received, me, (me + 1) % n);   /* write into the next PE */
-    shmem_long_atomic_add(&total, me, 0);         /* atomic on PE 0 */
+    shmem_int_p(&received, me, (me + 1) % n); /* write into the next PE */
+    shmem_long_atomic_add(&total, me, 0);     /* atomic on PE 0 */
     shmem_barrier_all();
     printf("PE %d of %d got %d from PE %d\n", me, n, received, (me + n - 1) % n);
     if (me == 0)

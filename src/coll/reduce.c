@@ -181,7 +181,7 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;
         memcpy(acc, ushmemi_coll_peer(src, team, 0, call) + off, bytes);
-        for (int k = 1; k < n; k++)
+        for (int k = 1; k < n - (n > 2); k++)
             fn(acc, ushmemi_coll_peer(src, team, k, call) + off, b, op);
         for (int k = 0; k < n; k++)
             memcpy(ushmemi_coll_peer(dest, team, k, call) + off, acc, bytes);

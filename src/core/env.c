@@ -20,7 +20,7 @@ typedef struct {
 } env_entry_t;
 
 static const env_entry_t env_entries[] = {
-#define USHMEMI_ENV_ENTRY(field, type, def, names, help) \
+#define USHMEMI_ENV_ENTRY(field, type, def, names, help)                                           \
     {#field, USHMEMI_ENV_##type, def, names, help, &ushmemi_env.field},
     USHMEMI_ENV_TABLE(USHMEMI_ENV_ENTRY)
 #undef USHMEMI_ENV_ENTRY
@@ -109,9 +109,7 @@ static int env_parse_one(const env_entry_t *e, const char *text, const char *nam
         }
         fprintf(stderr, "ushmem: %s='%s' is not a boolean (0/1, yes/no, on/off)\n", name, text);
         return USHMEM_EINVAL;
-    case USHMEMI_ENV_STR:
-        *(const char **)e->slot = text;
-        return 0;
+    case USHMEMI_ENV_STR: *(const char **)e->slot = text; return 0;
     }
     return USHMEM_EINVAL;
 }
@@ -137,18 +135,10 @@ void ushmemi_env_print(FILE *out)
         const env_entry_t *e = &env_entries[i];
         char value[64];
         switch (e->type) {
-        case USHMEMI_ENV_SIZE:
-            snprintf(value, sizeof value, "%zu", *(size_t *)e->slot);
-            break;
-        case USHMEMI_ENV_INT:
-            snprintf(value, sizeof value, "%ld", *(long *)e->slot);
-            break;
-        case USHMEMI_ENV_BOOL:
-            snprintf(value, sizeof value, "%d", *(int *)e->slot);
-            break;
-        case USHMEMI_ENV_STR:
-            snprintf(value, sizeof value, "%s", *(const char **)e->slot);
-            break;
+        case USHMEMI_ENV_SIZE: snprintf(value, sizeof value, "%zu", *(size_t *)e->slot); break;
+        case USHMEMI_ENV_INT: snprintf(value, sizeof value, "%ld", *(long *)e->slot); break;
+        case USHMEMI_ENV_BOOL: snprintf(value, sizeof value, "%d", *(int *)e->slot); break;
+        case USHMEMI_ENV_STR: snprintf(value, sizeof value, "%s", *(const char **)e->slot); break;
         }
         fprintf(out, "  %-40s default %-6s now %-12s %s\n", e->names, e->def, value, e->help);
     }

@@ -10,7 +10,7 @@
 const char *ushmemi_strerror(int err)
 {
     switch (err) {
-#define USHMEMI_ERR_CASE(name, val, msg) \
+#define USHMEMI_ERR_CASE(name, val, msg)                                                           \
     case (val): return msg;
         USHMEMI_ERRORS(USHMEMI_ERR_CASE)
 #undef USHMEMI_ERR_CASE

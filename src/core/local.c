@@ -20,7 +20,7 @@
 #include "core/core.h"
 #include "core/local.h"
 
-#define HOSTID_LEN 96
+#define HOSTID_LEN   96
 #define SOCKNAME_LEN 48
 
 static void local_hostid(char *out)
@@ -121,8 +121,8 @@ static int recv_fds(int sock, int timeout_ms, ushmemi_fd_recv_fn on_recv, void *
     int fds[USHMEMI_MAX_XFDS], nfd = 0;
     char cbuf[CMSG_SPACE(sizeof fds)];
     struct iovec iov = {&rank, sizeof rank};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                         .msg_controllen = sizeof cbuf};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
     if (wait_readable(sock, timeout_ms)) {
         ushmemi_error(call, "a local peer did not send its memory handles within %ld s",
                       ushmemi_env.bootstrap_timeout);
@@ -173,8 +173,7 @@ int ushmemi_fd_exchange(const int *fds, int nfd, ushmemi_fd_recv_fn on_recv, voi
             off += snprintf(mine.name + off, SOCKNAME_LEN - (size_t)off, "%02x", rnd[i]);
         sock_addr(&sa, &salen, mine.name);
         lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (lsock < 0 || bind(lsock, (struct sockaddr *)&sa, salen) != 0 ||
-            listen(lsock, n) != 0) {
+        if (lsock < 0 || bind(lsock, (struct sockaddr *)&sa, salen) != 0 || listen(lsock, n) != 0) {
             ushmemi_error(call, "cannot listen on an abstract unix socket: %s", strerror(errno));
             rc = USHMEM_ESYS;
         }

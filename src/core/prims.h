@@ -14,10 +14,10 @@
 #include "core/state.h"
 
 /* The library must be initialized; fatal otherwise. Cheap (one load). */
-#define USHMEMI_CHECK_INIT(call)                                    \
-    do {                                                            \
-        if (USHMEMI_UNLIKELY(!ushmemi_g.initialized))               \
-            ushmemi_fatal(call, "OpenSHMEM library not initialized"); \
+#define USHMEMI_CHECK_INIT(call)                                                                   \
+    do {                                                                                           \
+        if (USHMEMI_UNLIKELY(!ushmemi_g.initialized))                                              \
+            ushmemi_fatal(call, "OpenSHMEM library not initialized");                              \
     } while (0)
 
 /* ---- RMA (nbytes may be 0, then pointers may be NULL) ---- */
@@ -44,7 +44,7 @@ void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
 void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int pe,
                const char *call);
 void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize, int pe,
-               const char *call);
+                      const char *call);
 
 /* ---- AMOs: value/cond/result are bit patterns in the low dtype-size bytes ---- */
 uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
@@ -86,8 +86,8 @@ size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indi
                                const void *values, const char *call);
 int ushmemi_test_all(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
                      const void *value, const void *values, const char *call);
-size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype,
-                        int cmp, const void *value, const void *values, const char *call);
+size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
+                        const void *value, const void *values, const char *call);
 size_t ushmemi_test_some(volatile void *ivars, size_t nelems, size_t *indices, const int *status,
                          int dtype, int cmp, const void *value, const void *values,
                          const char *call);
@@ -116,8 +116,8 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
                      const char *call);
 int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
                      const char *call);
-int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst,
-                      ptrdiff_t sst, size_t nelems, size_t esize, const char *call);
+int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                      size_t nelems, size_t esize, const char *call);
 int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                    ushmemi_redop_t op, const char *call);
 int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,

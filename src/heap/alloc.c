@@ -21,9 +21,9 @@
 typedef struct blk blk_t;
 struct blk {
     size_t off, size;
-    size_t align;         /* live: alignment asked for, kept by a moving realloc */
-    blk_t *prev, *next;   /* address order */
-    blk_t *left, *right;  /* treap: free tree if is_free, else live tree */
+    size_t align;        /* live: alignment asked for, kept by a moving realloc */
+    blk_t *prev, *next;  /* address order */
+    blk_t *left, *right; /* treap: free tree if is_free, else live tree */
     uint64_t prio;
     int is_free;
 };
@@ -38,12 +38,12 @@ typedef struct {
 #define SPARE_MAX 8
 
 struct ushmemi_alloc {
-    size_t arena;      /* usable size: a multiple of min_align */
+    size_t arena; /* usable size: a multiple of min_align */
     size_t min_align;
     size_t bytes_free;
-    blk_t *head;       /* block at offset 0 */
+    blk_t *head; /* block at offset 0 */
     blk_t *free_root, *live_root;
-    blk_t *spare;      /* reserve, chained through ->next */
+    blk_t *spare; /* reserve, chained through ->next */
     int nspare;
     uint64_t prio_seq;
 };
@@ -77,7 +77,7 @@ static blk_t *take(ushmemi_alloc_t *a)
     blk_t *b = a->spare;
     a->spare = b->next;
     a->nspare--;
-    *b = (blk_t){ .prio = splitmix64(a->prio_seq++) };
+    *b = (blk_t){.prio = splitmix64(a->prio_seq++)};
     return b;
 }
 
@@ -126,7 +126,7 @@ static void unlink_blk(ushmemi_alloc_t *a, blk_t *b)
 
 static tkey_t key_of(const blk_t *b)
 {
-    return b->is_free ? (tkey_t){ b->size, b->off } : (tkey_t){ b->off, 0 };
+    return b->is_free ? (tkey_t){b->size, b->off} : (tkey_t){b->off, 0};
 }
 
 static int key_cmp(tkey_t x, tkey_t y)
@@ -241,7 +241,7 @@ static int is_pow2(size_t x)
  * the scan past the first candidate is bounded by the blocks in between. */
 static blk_t *find_fit(const ushmemi_alloc_t *a, size_t need, size_t align, size_t *pad)
 {
-    blk_t *b = tree_first_ge(a->free_root, (tkey_t){ need, 0 }, 0);
+    blk_t *b = tree_first_ge(a->free_root, (tkey_t){need, 0}, 0);
     while (b) {
         size_t p = (align - (b->off & (align - 1))) & (align - 1);
         if (p <= b->size - need) {

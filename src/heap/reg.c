@@ -77,7 +77,7 @@ int ushmemi_reg_add(ushmemi_reg_t *r, const void *addr, size_t len)
         r->cap = cap;
     }
     memmove(&r->v[ins + 1], &r->v[ins], (r->n - ins) * sizeof(range_t));
-    r->v[ins] = (range_t){ a, e };
+    r->v[ins] = (range_t){a, e};
     r->n++;
     return 0;
 }

@@ -18,8 +18,8 @@ int main(void)
     int me = shmem_my_pe(), np = shmem_n_pes();
     int to = (me + 1) % np, from = (me + np - 1) % np;
     CHECK(global_data[0] == 42 && global_data[1] == 4242, "initial .data lost in remap");
-    CHECK(static_struct.tag == 5 && !strcmp(static_struct.text,
-                                            "initialized before shmem_init must survive the remap"),
+    CHECK(static_struct.tag == 5 &&
+              !strcmp(static_struct.text, "initialized before shmem_init must survive the remap"),
           "static initializer lost");
 
     /* every PE increments PE 0's .bss counter; fetch_add returns distinct values */

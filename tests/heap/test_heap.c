@@ -23,8 +23,8 @@ int main(void)
     size_t sizes[32];
     for (int i = 0; i < 32; i++) {
         sizes[i] = 1 + (size_t)((test_mix(test_seed() + (uint64_t)i) % 9000));
-        blocks[i] = (i % 3 == 0) ? shmem_align((size_t)1 << (i % 13), sizes[i])
-                                 : shmem_malloc(sizes[i]);
+        blocks[i] =
+            (i % 3 == 0) ? shmem_align((size_t)1 << (i % 13), sizes[i]) : shmem_malloc(sizes[i]);
         CHECK(blocks[i], "allocation %d of %zu failed", i, sizes[i]);
         if (i % 3 == 0)
             CHECK(((uintptr_t)blocks[i] & (((size_t)1 << (i % 13)) - 1)) == 0, "misaligned");

@@ -4,7 +4,7 @@
 #include "test_util.h"
 
 #define MAXN (1 << 20)
-static unsigned char global_dst[4096];   /* .bss */
+static unsigned char global_dst[4096];    /* .bss */
 static long global_longs[64] = {1, 2, 3}; /* .data */
 
 static void check_putmem(unsigned char *dst, unsigned char *src, size_t n, int round)

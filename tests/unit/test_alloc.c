@@ -9,21 +9,21 @@
 #include "core/internal.h"
 #include "heap/alloc.h"
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);          \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);                       \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
-#define CHECK_RC(expr, want)                                                          \
-    do {                                                                              \
-        int rc_ = (expr);                                                             \
-        if (rc_ != (want)) {                                                          \
-            fprintf(stderr, "%s:%d: FAIL: %s returned %d, want %d\n", __FILE__,       \
-                    __LINE__, #expr, rc_, (int)(want));                               \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHECK_RC(expr, want)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != (want)) {                                                                       \
+            fprintf(stderr, "%s:%d: FAIL: %s returned %d, want %d\n", __FILE__, __LINE__, #expr,   \
+                    rc_, (int)(want));                                                             \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 #define CHECK_OK(a) CHECK_RC(ushmemi_alloc_check(a), 0)
 
@@ -38,7 +38,10 @@ static uint64_t rng(void)
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
 }
-static size_t rnd(size_t n) { return (size_t)(rng() % n); }
+static size_t rnd(size_t n)
+{
+    return (size_t)(rng() % n);
+}
 
 static ushmemi_alloc_t *mk(size_t arena)
 {
@@ -54,8 +57,8 @@ static size_t xalloc_at(ushmemi_alloc_t *a, size_t size, size_t align, int line)
     size_t off = (size_t)-1;
     int rc = ushmemi_alloc_alloc(a, size, align, &off);
     if (rc != 0) {
-        fprintf(stderr, "%s:%d: FAIL: alloc(%zu, %zu) returned %d\n", __FILE__, line, size,
-                align, rc);
+        fprintf(stderr, "%s:%d: FAIL: alloc(%zu, %zu) returned %d\n", __FILE__, line, size, align,
+                rc);
         exit(1);
     }
     return off;
@@ -129,8 +132,8 @@ static void test_double_and_foreign_free(void)
     size_t sz = 0, noff = 0;
     int moved = 0;
 
-    CHECK_RC(ushmemi_alloc_free(a, y + U), USHMEM_ENOTFOUND); /* interior */
-    CHECK_RC(ushmemi_alloc_free(a, y + 1), USHMEM_ENOTFOUND); /* misaligned */
+    CHECK_RC(ushmemi_alloc_free(a, y + U), USHMEM_ENOTFOUND);   /* interior */
+    CHECK_RC(ushmemi_alloc_free(a, y + 1), USHMEM_ENOTFOUND);   /* misaligned */
     CHECK_RC(ushmemi_alloc_free(a, z + 256), USHMEM_ENOTFOUND); /* start of free space */
     CHECK_RC(ushmemi_alloc_free(a, 1 << 16), USHMEM_ENOTFOUND); /* past the arena */
     CHECK_RC(ushmemi_alloc_free(a, SIZE_MAX), USHMEM_ENOTFOUND);
@@ -291,7 +294,7 @@ static void test_realloc(void)
     /* Grow exactly into a free block that is then used up. */
     size_t z = xalloc(a, 2 * U, 1); /* directly after x */
     CHECK(z == x + 3 * U);
-    size_t w = xalloc(a, U, 1);     /* after z */
+    size_t w = xalloc(a, U, 1); /* after z */
     CHECK_RC(ushmemi_alloc_free(a, z), 0);
     CHECK_RC(ushmemi_alloc_realloc(a, x, 5 * U, &noff, &moved), 0);
     CHECK(noff == x && moved == 0);
@@ -346,8 +349,8 @@ static void test_determinism(void)
     enum { OPS = 20000, SLOTS = 256 };
     ushmemi_alloc_t *a = mk(4 << 20), *b = mk(4 << 20);
     size_t oa[SLOTS], ob[SLOTS];
-    int live[SLOTS] = { 0 };
-    void *noise[64] = { 0 };
+    int live[SLOTS] = {0};
+    void *noise[64] = {0};
 
     rng_state = 42;
     for (int i = 0; i < OPS; i++) {
@@ -456,7 +459,10 @@ static void model_compare(const ushmemi_alloc_t *a)
     CHECK(ushmemi_alloc_largest_free(a) == best * U);
 }
 
-static size_t round_u(size_t n) { return (n + U - 1) / U * U; }
+static size_t round_u(size_t n)
+{
+    return (n + U - 1) / U * U;
+}
 
 static void test_stress(void)
 {
@@ -488,7 +494,7 @@ static void test_stress(void)
                 CHECK_RC(ushmemi_alloc_size_of(a, off, &got), 0);
                 CHECK(got == round_u(sz));
                 model_mark(s, off, got);
-                *p = (slot_t){ 1, off, got, eff };
+                *p = (slot_t){1, off, got, eff};
                 n_alloc++;
             }
         } else if (rnd(2)) {

@@ -8,21 +8,21 @@
 #include "core/internal.h"
 #include "heap/reg.h"
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);          \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);                       \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
-#define CHECK_RC(expr, want)                                                          \
-    do {                                                                              \
-        int rc_ = (expr);                                                             \
-        if (rc_ != (want)) {                                                          \
-            fprintf(stderr, "%s:%d: FAIL: %s returned %d, want %d\n", __FILE__,       \
-                    __LINE__, #expr, rc_, (int)(want));                               \
-            exit(1);                                                                  \
-        }                                                                             \
+#define CHECK_RC(expr, want)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != (want)) {                                                                       \
+            fprintf(stderr, "%s:%d: FAIL: %s returned %d, want %d\n", __FILE__, __LINE__, #expr,   \
+                    rc_, (int)(want));                                                             \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* Ranges are carved out of one real buffer so every address is a valid
@@ -79,15 +79,15 @@ static void test_overlap(void)
     CHECK(ushmemi_reg_count(r) == 1);
 
     /* Touching either edge shares no byte. */
-    CHECK_RC(ushmemi_reg_add(r, P(50), 50), 0);   /* [50, 100) */
-    CHECK_RC(ushmemi_reg_add(r, P(200), 50), 0);  /* [200, 250) */
-    CHECK_RC(ushmemi_reg_add(r, P(300), 10), 0);  /* [300, 310) */
+    CHECK_RC(ushmemi_reg_add(r, P(50), 50), 0);  /* [50, 100) */
+    CHECK_RC(ushmemi_reg_add(r, P(200), 50), 0); /* [200, 250) */
+    CHECK_RC(ushmemi_reg_add(r, P(300), 10), 0); /* [300, 310) */
     CHECK(ushmemi_reg_count(r) == 4);
 
     /* Gap [250, 300) between two ranges: exact fit is fine, more is not. */
     CHECK_RC(ushmemi_reg_add(r, P(249), 2), USHMEM_EOVERLAP);
     CHECK_RC(ushmemi_reg_add(r, P(299), 2), USHMEM_EOVERLAP);
-    CHECK_RC(ushmemi_reg_add(r, P(240), 80), USHMEM_EOVERLAP);  /* spans several */
+    CHECK_RC(ushmemi_reg_add(r, P(240), 80), USHMEM_EOVERLAP); /* spans several */
     CHECK_RC(ushmemi_reg_add(r, P(250), 50), 0);
     CHECK(ushmemi_reg_count(r) == 5);
 
@@ -97,7 +97,7 @@ static void test_overlap(void)
     CHECK(ushmemi_reg_lookup(r, P(199), 1));
     CHECK(ushmemi_reg_lookup(r, P(150), 0));
     CHECK(!ushmemi_reg_lookup(r, P(150), 51));
-    CHECK(!ushmemi_reg_lookup(r, P(90), 20));   /* spans [50,100) and [100,200) */
+    CHECK(!ushmemi_reg_lookup(r, P(90), 20)); /* spans [50,100) and [100,200) */
     CHECK(!ushmemi_reg_lookup(r, P(310), 1));
     CHECK(!ushmemi_reg_lookup(r, P(310), 0));
     CHECK(!ushmemi_reg_lookup(r, P(49), 1));

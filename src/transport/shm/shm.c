@@ -87,8 +87,10 @@ static int shm_attach(void)
      * every PE drops it, consistently, since all see the same cards. */
     for (int pe = 0; pe < n; pe++) {
         if (cards[pe].seg_size[USHMEMI_SEG_DATA] != mine.seg_size[USHMEMI_SEG_DATA]) {
-            ushmemi_debug(call, "PE %d's static data segment differs in size (different "
-                                "executable?); globals are not symmetric in this job", pe);
+            ushmemi_debug(call,
+                          "PE %d's static data segment differs in size (different "
+                          "executable?); globals are not symmetric in this job",
+                          pe);
             ushmemi_g.seg[USHMEMI_SEG_DATA].size = 0;
             for (int q = 0; q < n; q++)
                 cards[q].seg_size[USHMEMI_SEG_DATA] = 0;
@@ -97,9 +99,10 @@ static int shm_attach(void)
     }
     for (int pe = 0; pe < n && rc == 0; pe++) {
         if (cards[pe].seg_size[USHMEMI_SEG_HEAP] != mine.seg_size[USHMEMI_SEG_HEAP]) {
-            ushmemi_error(call, "PE %d has a %llu-byte heap, this PE %llu: set the same "
-                                "SHMEM_SYMMETRIC_SIZE on every PE", pe,
-                          (unsigned long long)cards[pe].seg_size[USHMEMI_SEG_HEAP],
+            ushmemi_error(call,
+                          "PE %d has a %llu-byte heap, this PE %llu: set the same "
+                          "SHMEM_SYMMETRIC_SIZE on every PE",
+                          pe, (unsigned long long)cards[pe].seg_size[USHMEMI_SEG_HEAP],
                           (unsigned long long)mine.seg_size[USHMEMI_SEG_HEAP]);
             rc = USHMEM_EINVAL;
         }
