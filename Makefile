@@ -56,10 +56,14 @@ gen:
 
 bench: build
 	@$(BUILD)/tools/ushrun -n 2 $(BUILD)/bench/shmem_bench
+	@$(BUILD)/tools/ushrun -n 4 $(BUILD)/bench/shmem_coll_bench
 
 bench-compare: build
 	@scripts/deps.sh bench
 	@USHCC=$(BUILD)/tools/ushcc USHRUN="$(BUILD)/tools/ushrun -n 2" scripts/bench_compare.sh
+	@for n in 2 4; do \
+	  BENCH_SRC=bench/shmem_coll_bench.c NPES=$$n USHCC=$(BUILD)/tools/ushcc \
+	  USHRUN="$(BUILD)/tools/ushrun -n $$n" MAX_SIZE_MB=1 scripts/bench_compare.sh || exit 1; done
 
 install: build
 	@cmake --install $(BUILD)

@@ -55,6 +55,65 @@ int shmemx_heap_bases(const void *sym_addr, void **bases);
 /* Wall-clock time in seconds. */
 double shmemx_wtime(void);
 
+/* ---- CUDA ---- */
+/* Stream-ordered operations (CUDA builds work everywhere: the driver is loaded
+ * at run time). `stream` is a cudaStream_t / CUstream; these calls return at
+ * once and take effect in stream order. A NULL stream means:
+ *  - when every buffer involved is host memory: now, in program order (the
+ *    blocking host routine is called);
+ *  - otherwise: CUDA's legacy default stream (stream 0), as in CUDA itself.
+ * Host memory with a non-NULL stream: copies and signals run in stream order
+ * (host callbacks; slower than device memory), collectives wait for the
+ * stream and then run at once. docs/cuda.md has the details. */
+typedef struct CUstream_st *shmemx_stream_t; /* same type as cudaStream_t */
+
+void shmemx_putmem_on_stream(void *dest, const void *source, size_t nelems, int pe,
+                             shmemx_stream_t stream);
+void shmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int pe,
+                             shmemx_stream_t stream);
+void shmemx_putmem_signal_on_stream(void *dest, const void *source, size_t nelems,
+                                    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                                    shmemx_stream_t stream);
+/* Every SHMEM_CMP_*; EQ/GE/GT on device memory are stream memory operations
+ * (no kernel, no host thread); the others wait through a host progress thread. */
+void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t cmp_value,
+                                        shmemx_stream_t stream);
+void shmemx_quiet_on_stream(shmemx_stream_t stream);
+void shmemx_barrier_all_on_stream(shmemx_stream_t stream);
+void shmemx_sync_all_on_stream(shmemx_stream_t stream);
+void shmemx_barrier_on_stream(shmem_team_t team, shmemx_stream_t stream);
+void shmemx_team_sync_on_stream(shmem_team_t team, shmemx_stream_t stream);
+/* Collectives: 0 on success, nonzero on error (as the 1.5 team collectives). */
+int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                 size_t nelems, shmemx_stream_t stream);
+int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                  size_t nelems, int PE_root, shmemx_stream_t stream);
+int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                 size_t nelems, shmemx_stream_t stream);
+/* Reductions: shmemx_<type>_<op>_reduce_on_stream for the 4- and 8-byte types
+ * below; and/or/xor for the integer types, max/min/sum/prod for all. */
+#define SHMEMX_REDUCE_ON_STREAM_DECL(TYPE, TYPENAME, OP)                                        \
+    int shmemx_##TYPENAME##_##OP##_reduce_on_stream(shmem_team_t team, TYPE *dest,              \
+                                                    const TYPE *source, size_t nreduce,         \
+                                                    shmemx_stream_t stream);
+#define SHMEMX_REDUCE_ON_STREAM_INT(X)                                                          \
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)                      \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)                  \
+    X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)                   \
+    X(ptrdiff_t, ptrdiff)
+#define SHMEMX_REDUCE_ON_STREAM_FLOAT(X) X(float, float) X(double, double)
+#define SHMEMX_REDUCE_ON_STREAM_BITS_(T, N)                                                     \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, and)                                                     \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, or) SHMEMX_REDUCE_ON_STREAM_DECL(T, N, xor)
+#define SHMEMX_REDUCE_ON_STREAM_ARITH_(T, N)                                                    \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, max)                                                     \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, min) SHMEMX_REDUCE_ON_STREAM_DECL(T, N, sum)            \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, prod)
+SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_BITS_)
+SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_ARITH_)
+SHMEMX_REDUCE_ON_STREAM_FLOAT(SHMEMX_REDUCE_ON_STREAM_ARITH_)
+/* ---- end CUDA ---- */
+
 #ifdef __cplusplus
 }
 #endif

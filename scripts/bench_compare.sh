@@ -4,6 +4,8 @@
 #
 # usage: scripts/bench_compare.sh [--json FILE] [-h]
 # environment:
+#   BENCH_SRC    benchmark source (default: bench/shmem_bench.c; bench/shmem_coll_bench.c)
+#   NPES         PEs per run (default 2)
 #   USHCC        ushmem compiler wrapper         (default: build/tools/ushcc)
 #   USHRUN       ushmem launcher, with its -n    (default: build/tools/ushrun -n 2)
 #   OSHCC        Open MPI compiler wrapper       (default: oshcc)
@@ -22,11 +24,12 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SRC="$ROOT/bench/shmem_bench.c"
-OSHRUN_DEFAULT="oshrun --allow-run-as-root --oversubscribe --mca osc ^rdma --mca spml ucx -np 2"
+SRC=${BENCH_SRC:-$ROOT/bench/shmem_bench.c}
+NPES=${NPES:-2}
+OSHRUN_DEFAULT="oshrun --allow-run-as-root --oversubscribe --mca osc ^rdma --mca spml ucx -np $NPES"
 
 USHCC=${USHCC:-$ROOT/build/tools/ushcc}
-USHRUN=${USHRUN:-$ROOT/build/tools/ushrun -n 2}
+USHRUN=${USHRUN:-$ROOT/build/tools/ushrun -n $NPES}
 OSHCC=${OSHCC:-oshcc}
 OSHRUN=${OSHRUN:-$OSHRUN_DEFAULT}
 QUICK=${QUICK:-0}

@@ -8,6 +8,8 @@
 
 #include "core/core.h"
 #include "core/prims.h"
+#include "core/team.h"
+#include "transport/cuda/devmem.h"
 
 static char *amo_target(void *dest, size_t size, int pe, const char *call)
 {
@@ -47,12 +49,14 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
 uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
                      uint64_t cond, int pe, const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     size_t size = USHMEMI_DT_SIZE(dtype);
     char *r = amo_target(dest, size, pe, call);
     if (USHMEMI_DT_KIND(dtype) == USHMEMI_KIND_FLOAT && op != USHMEMI_AMO_FETCH &&
         op != USHMEMI_AMO_SET && op != USHMEMI_AMO_SWAP)
         ushmemi_fatal(call, "operation not defined for floating point");
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(dest)) /* cuda hook */
+        return ushmemi_cuda_amo(op, size, r, value, cond, call);
     switch (size) {
     case 4: AMO_BODY(uint32_t); break;
     case 8: AMO_BODY(uint64_t); break;
@@ -67,14 +71,22 @@ void ushmemi_amo_nbi(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *fetc
     uint64_t old = ushmemi_amo(ctx, op, dtype, dest, value, cond, pe, call);
     if (!fetch)
         ushmemi_fatal(call, "fetch is NULL");
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: fetch in device memory */
+        ushmemi_cuda_get(fetch, &old, USHMEMI_DT_SIZE(dtype), 0, 0, call))
+        return;
     memcpy(fetch, &old, USHMEMI_DT_SIZE(dtype)); /* little-endian: low bytes */
 }
 
 void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
                        const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     uint64_t *r = (uint64_t *)amo_target(sig_addr, sizeof *sig_addr, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(sig_addr) && /* cuda hook */
+        (sig_op == SHMEM_SIGNAL_SET || sig_op == SHMEM_SIGNAL_ADD)) {
+        ushmemi_cuda_signal(r, signal, sig_op, call);
+        return;
+    }
     if (sig_op == SHMEM_SIGNAL_SET)
         __atomic_store_n(r, signal, __ATOMIC_RELEASE);
     else if (sig_op == SHMEM_SIGNAL_ADD)

@@ -13,8 +13,15 @@
 #include "shmemx.h"
 
 typedef struct ushmemi_bootstrap_ops {
-    const char *name;
-    /* Collective over all ranks; each returns 0 or a negative USHMEM_E* code. */
+    const char *name; /* "launcher", "torchrun", "uid" or "single" */
+    /* Collective over all ranks; each returns 0 or a negative USHMEM_E* code
+     * after printing one line. Each waits at most USHMEM_BOOTSTRAP_TIMEOUT
+     * seconds for the slowest PE (so shmem_finalize must do its unbounded
+     * shmem_barrier_all before the bootstrap barrier). After a failure the PEs
+     * are out of step and every later call fails: abort the job. A peer that
+     * dies while one of these waits ends the job when the monitor is on, and
+     * makes the call fail (USHMEM_EBOOTSTRAP) when it is not. An ABORT from a
+     * peer always ends this process. */
     int (*allgather)(const void *in, void *out, size_t len); /* out: nranks * len */
     int (*bcast)(void *buf, size_t len, int root);
     int (*barrier)(void);
@@ -24,7 +31,7 @@ typedef struct ushmemi_bootstrap_ops {
 
 typedef struct {
     int rank, nranks;
-    int local_rank; /* -1 when unknown */
+    int local_rank; /* the launcher's LOCAL_RANK, else counted from host ids */
     const ushmemi_bootstrap_ops_t *ops;
 } ushmemi_bootstrap_t;
 
@@ -32,7 +39,9 @@ typedef struct {
  * On failure prints a one-line reason and returns a negative code within
  * USHMEM_BOOTSTRAP_TIMEOUT seconds. */
 int ushmemi_bootstrap_init_env(ushmemi_bootstrap_t *bs);
-/* Unique-id path (shmemx_init_attr). */
+/* Unique-id path (shmemx_init_attr). Rank 0 should be the process that made
+ * the id (it then reuses the socket make_uid opened); otherwise rank 0 binds
+ * the id's port itself, and fails with a clear message if it cannot. */
 int ushmemi_bootstrap_init_uid(ushmemi_bootstrap_t *bs, int rank, int nranks,
                                const shmemx_uniqueid_t *uid);
 /* Create a unique id: binds a listening TCP socket kept for the later
@@ -47,12 +56,20 @@ int ushmemi_bootstrap_local_info(int *local_rank, int *local_size);
 
 /* Liveness monitoring: after init, a background thread watches the bootstrap
  * connections. If a peer's connection drops before it announced finalize, or a
- * peer sends an abort, the job is brought down: every PE prints one line and
- * _exit()s with the abort status. */
-int ushmemi_bootstrap_monitor_start(void);
-void ushmemi_bootstrap_monitor_stop(void); /* before fini; idempotent */
+ * peer sends an abort, the job is brought down: root prints one line naming
+ * the PE (the others print one only if root itself vanished) and every PE
+ * _exit()s, with the abort status or 1. A PE spinning in the application is
+ * stopped too: the monitor is a thread. */
+int ushmemi_bootstrap_monitor_start(void); /* after init; no-op with 1 PE or if running */
+/* finalize: barrier, monitor_stop, barrier, fini. Idempotent, and safe if
+ * start never ran; fini calls it too. */
+void ushmemi_bootstrap_monitor_stop(void);
 /* Ask every PE to exit with status (used by shmem_global_exit and fatal errors).
- * Returns after the request has been sent; the caller then _exit()s. */
+ * Returns after the request has been sent; the caller then _exit()s. Root
+ * prints "ushmem: PE k called shmem_global_exit(status)" when msg is NULL or
+ * empty, "ushmem: msg" when msg starts with "PE k ", else "ushmem: PE k: msg
+ * (exit status s)"; the other PEs exit silently. msg is cut at 200 bytes.
+ * Safe to call at any time: a no-op before init, after fini, or with 1 PE. */
 void ushmemi_bootstrap_abort(int status, const char *msg);
 
 #endif

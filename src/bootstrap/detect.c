@@ -62,8 +62,9 @@ static int parse_secret(const char *name, uint8_t out[USHMEMI_BS_SECRET_BYTES])
     for (int i = 0; i < USHMEMI_BS_SECRET_BYTES; i++) {
         int hi = hex_digit(v[2 * i]), lo = hex_digit(v[2 * i + 1]);
         if (hi < 0 || lo < 0) {
-            ushmemi_bootstrap_error(CALL, "%s is malformed; the launcher must set it to %d hex "
-                                          "digits",
+            ushmemi_bootstrap_error(CALL,
+                                    "%s is malformed; the launcher must set it to %d hex "
+                                    "digits",
                                     name, 2 * USHMEMI_BS_SECRET_BYTES);
             return USHMEM_EINVAL;
         }
@@ -82,8 +83,8 @@ static int check_rank(const char *what, int rank, int nranks)
 
 static int init_single(ushmemi_bootstrap_t *bs)
 {
-    ushmemi_bs_config_t cfg = {.source = USHMEMI_BS_SINGLE, .rank = 0, .nranks = 1,
-                               .local_rank = 0, .listen_fd = -1};
+    ushmemi_bs_config_t cfg = {
+        .source = USHMEMI_BS_SINGLE, .rank = 0, .nranks = 1, .local_rank = 0, .listen_fd = -1};
     return ushmemi_bootstrap_star_init(bs, &cfg);
 }
 
@@ -141,9 +142,8 @@ static int init_torchrun(ushmemi_bootstrap_t *bs)
     if (cfg.nranks == 1)
         return ushmemi_bootstrap_star_init(bs, &cfg);
 
-    const char *host = ushmemi_env.master_addr && *ushmemi_env.master_addr
-                           ? ushmemi_env.master_addr
-                           : env_str("MASTER_ADDR");
+    const char *host = ushmemi_env.master_addr && *ushmemi_env.master_addr ? ushmemi_env.master_addr
+                                                                           : env_str("MASTER_ADDR");
     if (!host) {
         ushmemi_bootstrap_error(CALL, "torchrun: MASTER_ADDR (or USHMEM_MASTER_ADDR) is not set");
         return USHMEM_EINVAL;
@@ -179,9 +179,10 @@ static int torchrun_detected(void)
 
 int ushmemi_bootstrap_init_env(ushmemi_bootstrap_t *bs)
 {
-    const char *want = ushmemi_env.bootstrap && *ushmemi_env.bootstrap ? ushmemi_env.bootstrap
-                                                                       : "auto";
-    if (!strcasecmp(want, "auto")) {
+    const char *want =
+        ushmemi_env.bootstrap && *ushmemi_env.bootstrap ? ushmemi_env.bootstrap : "auto";
+    int automatic = !strcasecmp(want, "auto");
+    if (automatic) {
         if (env_str("USHMEM_RANK"))
             want = "launcher";
         else if (mpi_detected())
@@ -198,8 +199,12 @@ int ushmemi_bootstrap_init_env(ushmemi_bootstrap_t *bs)
     if (!strcasecmp(want, "single"))
         return init_single(bs);
     if (!strcasecmp(want, "mpi")) {
-        ushmemi_bootstrap_error(CALL, "launched by mpirun, but the MPI bootstrap module is not "
-                                      "built yet; use ushrun");
+        if (automatic)
+            ushmemi_bootstrap_error(CALL, "launched by mpirun, but the MPI bootstrap module is "
+                                          "not built yet; use ushrun");
+        else
+            ushmemi_bootstrap_error(CALL, "USHMEM_BOOTSTRAP=mpi: the MPI bootstrap module is not "
+                                          "built yet; use ushrun");
         return USHMEM_EUNSUPPORTED;
     }
     if (!strcasecmp(want, "uid")) {
@@ -207,8 +212,9 @@ int ushmemi_bootstrap_init_env(ushmemi_bootstrap_t *bs)
                                       "shmemx_get_uniqueid and shmemx_init_attr, not shmem_init");
         return USHMEM_EINVAL;
     }
-    ushmemi_bootstrap_error(CALL, "USHMEM_BOOTSTRAP='%s' is not one of auto, launcher, torchrun, "
-                                  "uid, mpi, single",
+    ushmemi_bootstrap_error(CALL,
+                            "USHMEM_BOOTSTRAP='%s' is not one of auto, launcher, torchrun, "
+                            "uid, mpi, single",
                             want);
     return USHMEM_EINVAL;
 }

@@ -42,13 +42,13 @@
 #include "bootstrap/star.h"
 #include "core/state.h"
 
-#define BS_MAGIC 0x55534842u /* "USHB" */
+#define BS_MAGIC   0x55534842u /* "USHB" */
 #define BS_VERSION 1u
 enum { MSG_HELLO = 1, MSG_STATUS = 2, MSG_DATA = 3, MSG_ABORT = 4 };
 enum { OP_ALLGATHER = 1, OP_BCAST = 2, OP_BARRIER = 3, OP_HOSTS = 4 };
-#define HDR_BYTES 16
-#define HELLO_BYTES (16 + USHMEMI_BS_SECRET_BYTES)
-#define STATUS_MAX 256
+#define HDR_BYTES     16
+#define HELLO_BYTES   (16 + USHMEMI_BS_SECRET_BYTES)
+#define STATUS_MAX    256
 #define ABORT_MSG_MAX 200
 /* A connection that says nothing this long is not one of ours; it must not
  * hold up the PEs behind it for the whole join timeout. */
@@ -56,7 +56,7 @@ enum { OP_ALLGATHER = 1, OP_BCAST = 2, OP_BARRIER = 3, OP_HOSTS = 4 };
 /* Non-root PEs wait this much longer than root for the end of init, so root's
  * message (which PE never joined) comes first and theirs just point to it. */
 #define JOIN_GRACE_MS 5000
-#define IO_EOF 1 /* peer closed or reset the connection */
+#define IO_EOF        1 /* peer closed or reset the connection */
 
 static struct {
     int rank, nranks;
@@ -74,8 +74,8 @@ static struct {
     int wake_fd;
     struct pollfd *mon_pfd;
     int *mon_who;
-    _Atomic int mon_active;   /* between monitor_start and monitor_stop */
-    _Atomic int aborting;     /* this PE sent an ABORT and is about to exit */
+    _Atomic int mon_active; /* between monitor_start and monitor_stop */
+    _Atomic int aborting;   /* this PE sent an ABORT and is about to exit */
     _Atomic int abort_status;
 } st = {
     .listen_fd = -1,
@@ -86,8 +86,16 @@ static struct {
 
 #define BS_ERR(...) ushmemi_bootstrap_error(st.call, __VA_ARGS__)
 
-/* Peers this PE talks to: root all others, the others root alone. */
-#define FOR_EACH_PEER(k) for (int k = st.rank ? 0 : 1; k < (st.rank ? 1 : st.nranks); k++)
+/* Peers this PE talks to, [peer_lo, peer_hi): root all others, the others root alone. */
+static int peer_lo(void)
+{
+    return st.rank ? 0 : 1;
+}
+
+static int peer_hi(void)
+{
+    return st.rank ? 1 : st.nranks;
+}
 
 void ushmemi_bootstrap_error(const char *call, const char *fmt, ...)
 {
@@ -273,8 +281,7 @@ static int io_writev(int fd, struct iovec *iov, int cnt, int64_t dl)
     return 0;
 }
 
-static int frame_send(int fd, uint32_t type, uint32_t tag, const void *buf, size_t len,
-                      int64_t dl)
+static int frame_send(int fd, uint32_t type, uint32_t tag, const void *buf, size_t len, int64_t dl)
 {
     unsigned char h[HDR_BYTES];
     put32(h, type);
@@ -352,10 +359,14 @@ static _Noreturn void got_abort(int k, int status, const char *msg)
 {
     if (st.rank != 0)
         exit_now(status); /* root already printed why */
-    if (msg[0])
-        say("ushmem: PE %d aborted the job: %s (status %d); stopping all PEs", k, msg, status);
-    else
+    char self[24];
+    int n = snprintf(self, sizeof self, "PE %d ", k);
+    if (!msg[0])
         say("ushmem: PE %d called shmem_global_exit(%d); stopping all PEs", k, status);
+    else if (!strncmp(msg, self, (size_t)n)) /* the message names the PE itself */
+        say("ushmem: %s; stopping all PEs", msg);
+    else
+        say("ushmem: PE %d: %s (exit status %d); stopping all PEs", k, msg, status);
     root_job_down(k, status, msg);
 }
 
@@ -375,17 +386,39 @@ static _Noreturn void peer_lost(int k)
     exit_now(1);
 }
 
-/* Main thread, inside an operation: peer k's stream ended. */
-static int peer_gone(int k, const char *during)
+/* Peer k's stream ended or broke; it may have sent an ABORT first, which is
+ * then the reason. Only valid where the stream from k is at a frame boundary. */
+static void look_for_abort(int k)
 {
+    int64_t dl = deadline_in(200);
+    uint32_t type, tag;
+    uint64_t len;
+    while (frame_recv_hdr(st.fd[k], &type, &tag, &len, dl) == 0) {
+        if (type == MSG_ABORT) {
+            int status;
+            char msg[ABORT_MSG_MAX + 1];
+            if (read_abort(st.fd[k], len, dl, &status, msg) == 0)
+                got_abort(k, status, msg);
+            return;
+        }
+        if (io_skip(st.fd[k], len, dl))
+            return;
+    }
+}
+
+/* Main thread, inside an operation: peer k's stream ended. at_boundary: no
+ * frame from k is half read (so an ABORT behind it can still be found). */
+static int peer_gone(int k, const char *during, int at_boundary)
+{
+    if (at_boundary)
+        look_for_abort(k);
     if (atomic_load(&st.mon_active))
         peer_lost(k);
     if (k == 0 && st.rank != 0)
         BS_ERR("%s: PE 0 (root) closed its connection (it exited or failed; see its message)",
                during);
     else
-        BS_ERR("%s: PE %d closed its connection (it exited or failed; see its message)", during,
-               k);
+        BS_ERR("%s: PE %d closed its connection (it exited or failed; see its message)", during, k);
     return USHMEM_EBOOTSTRAP;
 }
 
@@ -412,10 +445,10 @@ static void describe(char *buf, size_t size, uint32_t tag, uint64_t len)
 }
 
 /* Per-PE length of a frame: root's answers to allgathers carry every PE's part. */
-static uint64_t per_pe_len(int k, uint32_t tag, uint64_t len)
+static uint64_t per_pe_len(int from_root, uint32_t tag, uint64_t len)
 {
     int op = (int)(tag >> 24);
-    if (k == 0 && st.rank != 0 && (op == OP_ALLGATHER || op == OP_HOSTS))
+    if (from_root && (op == OP_ALLGATHER || op == OP_HOSTS))
         return len / (uint64_t)st.nranks;
     return len;
 }
@@ -448,7 +481,8 @@ static int recv_frame(int k, uint32_t want_tag, void *dst, size_t len, int wante
     uint32_t type, tag;
     uint64_t flen;
     int fd = st.fd[k];
-    describe(mine, sizeof mine, want_tag, per_pe_len(k, want_tag, len));
+    int from_root = k == 0 && st.rank != 0;
+    describe(mine, sizeof mine, want_tag, per_pe_len(from_root, want_tag, len));
     int rc = frame_recv_hdr(fd, &type, &tag, &flen, dl);
     if (rc == 0 && type == MSG_ABORT) {
         int status;
@@ -458,13 +492,12 @@ static int recv_frame(int k, uint32_t want_tag, void *dst, size_t len, int wante
             got_abort(k, status, msg);
     }
     if (rc == IO_EOF)
-        return peer_gone(k, mine);
+        return peer_gone(k, mine, 1);
     if (rc == USHMEM_ETIMEOUT) {
         if (k == 0 && st.rank != 0)
             BS_ERR("%s: no answer from root (PE 0) within %ld s", mine, timeout_s());
         else
-            BS_ERR("%s: PE %d stopped in the middle of a message for %ld s", mine, k,
-                   timeout_s());
+            BS_ERR("%s: PE %d stopped in the middle of a message for %ld s", mine, k, timeout_s());
         return rc;
     }
     if (rc == USHMEM_ESYS) {
@@ -479,7 +512,7 @@ static int recv_frame(int k, uint32_t want_tag, void *dst, size_t len, int wante
         if (type != MSG_DATA)
             snprintf(theirs, sizeof theirs, "a message of type %u", (unsigned)type);
         else
-            describe(theirs, sizeof theirs, tag, per_pe_len(k, tag, flen));
+            describe(theirs, sizeof theirs, tag, per_pe_len(from_root, tag, flen));
         BS_ERR("PE %d is in %s while PE %d is in %s%s: every PE must make the same bootstrap "
                "calls in the same order",
                k, theirs, st.rank, wanted ? "" : "the rest of ", mine);
@@ -487,7 +520,7 @@ static int recv_frame(int k, uint32_t want_tag, void *dst, size_t len, int wante
     }
     rc = io_read(fd, dst, len, dl);
     if (rc == IO_EOF)
-        return peer_gone(k, mine);
+        return peer_gone(k, mine, 0);
     if (rc == USHMEM_ETIMEOUT)
         BS_ERR("%s: PE %d stopped in the middle of a message for %ld s", mine, k, timeout_s());
     else if (rc)
@@ -501,9 +534,9 @@ static int send_frame_to(int k, uint32_t tag, const void *buf, size_t len, int64
     if (rc == 0)
         return 0;
     char what[96];
-    describe(what, sizeof what, tag, per_pe_len(k, tag, len));
+    describe(what, sizeof what, tag, per_pe_len(st.rank == 0, tag, len));
     if (rc == IO_EOF)
-        return peer_gone(k, what);
+        return peer_gone(k, what, 1);
     if (rc == USHMEM_ETIMEOUT)
         BS_ERR("%s: PE %d took nothing for %ld s", what, k, timeout_s());
     else
@@ -1002,8 +1035,8 @@ static int root_join(const uint8_t *secret, int64_t dl)
         }
         struct sockaddr_storage sa;
         socklen_t salen = sizeof sa;
-        int fd = accept4(st.listen_fd, (struct sockaddr *)&sa, &salen,
-                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd =
+            accept4(st.listen_fd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
                 errno == ECONNABORTED || errno == EPROTO)
@@ -1066,8 +1099,8 @@ static int connect_root(const ushmemi_bs_addr_t *a, int64_t dl, int *out)
             if (err == ECONNREFUSED || err == ENOENT || err == EAGAIN)
                 BS_ERR("nobody listening at %s after %ld s", a->desc, timeout_s());
             else
-                BS_ERR("nobody listening at %s after %ld s (last error: %s)", a->desc,
-                       timeout_s(), strerror(err));
+                BS_ERR("nobody listening at %s after %ld s (last error: %s)", a->desc, timeout_s(),
+                       strerror(err));
             return USHMEM_ETIMEOUT;
         }
         poll(NULL, 0, left >= 0 && left < delay ? left : delay);
@@ -1101,8 +1134,8 @@ static int handshake(int fd, const ushmemi_bs_config_t *cfg, int64_t dl)
         return USHMEM_EBOOTSTRAP;
     }
     if (rc == USHMEM_ETIMEOUT) {
-        BS_ERR("no answer from %s within %ld s (is a ushmem job listening there?)",
-               cfg->addr.desc, timeout_s());
+        BS_ERR("no answer from %s within %ld s (is a ushmem job listening there?)", cfg->addr.desc,
+               timeout_s());
         return rc;
     }
     if (rc) {
@@ -1250,22 +1283,8 @@ static void monitor_hangup(int k)
         pthread_mutex_unlock(&st.lock); /* finalize is under way */
         return;
     }
-    if (!st.failed) { /* streams in step: what is left is whole frames */
-        int64_t dl = deadline_in(200);
-        uint32_t type, tag;
-        uint64_t len;
-        while (frame_recv_hdr(st.fd[k], &type, &tag, &len, dl) == 0) {
-            if (type == MSG_ABORT) {
-                int status;
-                char msg[ABORT_MSG_MAX + 1];
-                if (read_abort(st.fd[k], len, dl, &status, msg) == 0)
-                    got_abort(k, status, msg);
-                break;
-            }
-            if (io_skip(st.fd[k], len, dl))
-                break;
-        }
-    }
+    if (!st.failed) /* streams in step: what is left is whole frames */
+        look_for_abort(k);
     peer_lost(k);
 }
 
@@ -1274,8 +1293,7 @@ static void *monitor_main(void *arg)
     (void)arg;
     int n = 1;
     st.mon_pfd[0] = (struct pollfd){st.wake_fd, POLLIN, 0};
-    FOR_EACH_PEER(k)
-    {
+    for (int k = peer_lo(); k < peer_hi(); k++) {
         st.mon_pfd[n] = (struct pollfd){st.fd[k], POLLRDHUP, 0};
         st.mon_who[n++] = k;
     }
@@ -1364,14 +1382,12 @@ void ushmemi_bootstrap_abort(int status, const char *msg)
     ts.tv_sec += 2;
     int locked = pthread_mutex_timedlock(&st.lock, &ts) == 0;
     int64_t dl = deadline_in(1000);
-    FOR_EACH_PEER(k)
-    {
+    for (int k = peer_lo(); k < peer_hi(); k++) {
         if (st.fd[k] >= 0)
             send_abort(st.fd[k], status, msg, dl);
     }
     if (locked) {
-        FOR_EACH_PEER(k)
-        {
+        for (int k = peer_lo(); k < peer_hi(); k++) {
             if (st.fd[k] >= 0)
                 discard_unread(st.fd[k]);
         }

@@ -26,11 +26,11 @@
 #include "bootstrap/star.h"
 #include "core/internal.h"
 
-#define UID_MAGIC 0x55534855u /* "USHU" */
-#define UID_VERSION 1u
+#define UID_MAGIC       0x55534855u /* "USHU" */
+#define UID_VERSION     1u
 #define UID_FAMILY_IPV4 4u
-#define UID_CHECKED 44
-#define UID_BACKLOG 4096
+#define UID_CHECKED     44
+#define UID_BACKLOG     4096
 
 /* The listening socket and secret of the last id this process made. */
 static struct {
@@ -181,8 +181,12 @@ int ushmemi_bootstrap_init_uid(ushmemi_bootstrap_t *bs, int rank, int nranks,
                                const shmemx_uniqueid_t *uid)
 {
     const char *call = "shmemx_init_attr";
-    ushmemi_bs_config_t cfg = {.source = USHMEMI_BS_UID, .rank = rank, .nranks = nranks,
-                               .local_rank = -1, .listen_fd = -1, .call = call};
+    ushmemi_bs_config_t cfg = {.source = USHMEMI_BS_UID,
+                               .rank = rank,
+                               .nranks = nranks,
+                               .local_rank = -1,
+                               .listen_fd = -1,
+                               .call = call};
     if (nranks < 1 || rank < 0 || rank >= nranks) {
         ushmemi_bootstrap_error(call, "rank %d of %d PEs is out of range", rank, nranks);
         return USHMEM_EINVAL;
@@ -194,8 +198,9 @@ int ushmemi_bootstrap_init_uid(ushmemi_bootstrap_t *bs, int rank, int nranks,
         return USHMEM_EINVAL;
     }
     if (get16(b + 4) != UID_VERSION || get16(b + 6) != UID_FAMILY_IPV4) {
-        ushmemi_bootstrap_error(call, "the unique id has version %u, family %u: made by another "
-                                      "ushmem version?",
+        ushmemi_bootstrap_error(call,
+                                "the unique id has version %u, family %u: made by another "
+                                "ushmem version?",
                                 get16(b + 4), get16(b + 6));
         return USHMEM_EINVAL;
     }
@@ -212,10 +217,11 @@ int ushmemi_bootstrap_init_uid(ushmemi_bootstrap_t *bs, int rank, int nranks,
         /* Not the maker: take the port ourselves if it is free on this host. */
         int fd = ushmemi_bootstrap_listen(&cfg.addr, UID_BACKLOG);
         if (fd < 0) {
-            ushmemi_bootstrap_error(call, "rank 0 did not create this unique id and cannot "
-                                          "listen on port %u itself (%s); call "
-                                          "shmemx_get_uniqueid in the process that becomes "
-                                          "rank 0",
+            ushmemi_bootstrap_error(call,
+                                    "rank 0 did not create this unique id and cannot "
+                                    "listen on port %u itself (%s); call "
+                                    "shmemx_get_uniqueid in the process that becomes "
+                                    "rank 0",
                                     get16(b + 8), strerror(-fd));
             return USHMEM_EBOOTSTRAP;
         }

@@ -99,8 +99,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
     return 0;
 }
 
-int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
-                    const char *call)
+int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes, const char *call)
 {
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
@@ -123,12 +122,10 @@ int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbyte
     ushmemi_coll_sym(dest, total, "dest", call);
     size_t off = 0;
     for (int j = 0; j < n; j++) {
-        size_t sz = (size_t)ushmemi_coll_region(ushmemi_team_world_pe(team, j))
-                        ->slot[team->slot]
-                        .word[0];
+        size_t sz =
+            (size_t)ushmemi_coll_region(ushmemi_team_world_pe(team, j))->slot[team->slot].word[0];
         if (sz)
-            memmove((char *)dest + off, j == me ? src : ushmemi_coll_peer(src, team, j, call),
-                    sz);
+            memmove((char *)dest + off, j == me ? src : ushmemi_coll_peer(src, team, j, call), sz);
         off += sz;
     }
     ushmemi_team_sync(team, call);
@@ -166,8 +163,8 @@ static size_t span(size_t count, ptrdiff_t stride, size_t esize, const char *cal
     return ((count - 1) * s + 1) * esize;
 }
 
-int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst,
-                      ptrdiff_t sst, size_t nelems, size_t esize, const char *call)
+int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
+                      size_t nelems, size_t esize, const char *call)
 {
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
@@ -201,8 +198,8 @@ int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t 
 
 /* ---- untyped team forms ---- */
 
-USHMEMI_API int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
-                                   size_t nelems, int PE_root)
+USHMEMI_API int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                                   int PE_root)
 {
     return bcast(team, dest, source, nelems, PE_root, 1, "shmem_broadcastmem");
 }
@@ -212,20 +209,18 @@ USHMEMI_API int shmem_collectmem(shmem_team_t team, void *dest, const void *sour
     return ushmemi_collect(team, dest, source, nelems, "shmem_collectmem");
 }
 
-USHMEMI_API int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source,
-                                  size_t nelems)
+USHMEMI_API int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
 {
     return ushmemi_fcollect(team, dest, source, nelems, "shmem_fcollectmem");
 }
 
-USHMEMI_API int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source,
-                                  size_t nelems)
+USHMEMI_API int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
 {
     return ushmemi_alltoall(team, dest, source, nelems, "shmem_alltoallmem");
 }
 
-USHMEMI_API int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source,
-                                   ptrdiff_t dst, ptrdiff_t sst, size_t nelems)
+USHMEMI_API int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst,
+                                   ptrdiff_t sst, size_t nelems)
 {
     return ushmemi_alltoalls(team, dest, source, dst, sst, nelems, 1, "shmem_alltoallsmem");
 }
@@ -241,38 +236,36 @@ static void must(int rc, const char *call)
 #define ASET(call) ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call)
 
 /* The active-set broadcast leaves the root's dest alone. */
-#define DEF_BCAST(bits)                                                                       \
-    USHMEMI_API void shmem_broadcast##bits(void *dest, const void *source, size_t nelems,    \
-                                           int PE_root, int PE_start, int logPE_stride,      \
-                                           int PE_size, long *pSync)                          \
-    {                                                                                         \
-        static const char call[] = "shmem_broadcast" #bits;                                  \
-        (void)pSync;                                                                          \
-        must(bcast(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call),      \
-                   PE_root, 0, call),                                                         \
-             call);                                                                           \
+#define DEF_BCAST(bits)                                                                            \
+    USHMEMI_API void shmem_broadcast##bits(void *dest, const void *source, size_t nelems,          \
+                                           int PE_root, int PE_start, int logPE_stride,            \
+                                           int PE_size, long *pSync)                               \
+    {                                                                                              \
+        static const char call[] = "shmem_broadcast" #bits;                                        \
+        (void)pSync;                                                                               \
+        must(bcast(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), PE_root,  \
+                   0, call),                                                                       \
+             call);                                                                                \
     }
 
-#define DEF_GATHER(name, prim, bits)                                                          \
-    USHMEMI_API void shmem_##name##bits(void *dest, const void *source, size_t nelems,        \
-                                        int PE_start, int logPE_stride, int PE_size,          \
-                                        long *pSync)                                           \
-    {                                                                                         \
-        static const char call[] = "shmem_" #name #bits;                                     \
-        (void)pSync;                                                                          \
-        must(prim(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), call), \
-             call);                                                                           \
+#define DEF_GATHER(name, prim, bits)                                                               \
+    USHMEMI_API void shmem_##name##bits(void *dest, const void *source, size_t nelems,             \
+                                        int PE_start, int logPE_stride, int PE_size, long *pSync)  \
+    {                                                                                              \
+        static const char call[] = "shmem_" #name #bits;                                           \
+        (void)pSync;                                                                               \
+        must(prim(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), call),     \
+             call);                                                                                \
     }
 
-#define DEF_ALLTOALLS(bits)                                                                   \
-    USHMEMI_API void shmem_alltoalls##bits(void *dest, const void *source, ptrdiff_t dst,    \
-                                           ptrdiff_t sst, size_t nelems, int PE_start,       \
-                                           int logPE_stride, int PE_size, long *pSync)        \
-    {                                                                                         \
-        static const char call[] = "shmem_alltoalls" #bits;                                  \
-        (void)pSync;                                                                          \
-        must(ushmemi_alltoalls(ASET(call), dest, source, dst, sst, nelems, bits / 8, call),   \
-             call);                                                                           \
+#define DEF_ALLTOALLS(bits)                                                                        \
+    USHMEMI_API void shmem_alltoalls##bits(void *dest, const void *source, ptrdiff_t dst,          \
+                                           ptrdiff_t sst, size_t nelems, int PE_start,             \
+                                           int logPE_stride, int PE_size, long *pSync)             \
+    {                                                                                              \
+        static const char call[] = "shmem_alltoalls" #bits;                                        \
+        (void)pSync;                                                                               \
+        must(ushmemi_alltoalls(ASET(call), dest, source, dst, sst, nelems, bits / 8, call), call); \
     }
 
 DEF_BCAST(32)
@@ -285,3 +278,20 @@ DEF_GATHER(alltoall, ushmemi_alltoall, 32)
 DEF_GATHER(alltoall, ushmemi_alltoall, 64)
 DEF_ALLTOALLS(32)
 DEF_ALLTOALLS(64)
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_broadcastmem)
+USHMEMI_PSHMEM(shmem_collectmem)
+USHMEMI_PSHMEM(shmem_fcollectmem)
+USHMEMI_PSHMEM(shmem_alltoallmem)
+USHMEMI_PSHMEM(shmem_alltoallsmem)
+USHMEMI_PSHMEM(shmem_broadcast32)
+USHMEMI_PSHMEM(shmem_broadcast64)
+USHMEMI_PSHMEM(shmem_collect32)
+USHMEMI_PSHMEM(shmem_collect64)
+USHMEMI_PSHMEM(shmem_fcollect32)
+USHMEMI_PSHMEM(shmem_fcollect64)
+USHMEMI_PSHMEM(shmem_alltoall32)
+USHMEMI_PSHMEM(shmem_alltoall64)
+USHMEMI_PSHMEM(shmem_alltoalls32)
+USHMEMI_PSHMEM(shmem_alltoalls64)

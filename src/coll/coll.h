@@ -24,14 +24,15 @@ static inline void ushmemi_coll_sym(const void *addr, size_t len, const char *wh
 }
 
 /* Team member i's copy of the symmetric address addr. */
-static inline char *ushmemi_coll_peer(const void *addr, shmem_team_t team, int i,
-                                      const char *call)
+static inline char *ushmemi_coll_peer(const void *addr, shmem_team_t team, int i, const char *call)
 {
     int pe = ushmemi_team_world_pe(team, i);
     char *p = ushmemi_xlate(addr, pe);
     if (USHMEMI_UNLIKELY(!p))
-        ushmemi_fatal(call, "PE %d's memory is not mapped in this process: collectives need "
-                            "every team member on this host", pe);
+        ushmemi_fatal(call,
+                      "PE %d's memory is not mapped in this process: collectives need "
+                      "every team member on this host",
+                      pe);
     return p;
 }
 

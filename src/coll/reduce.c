@@ -23,65 +23,80 @@ typedef void (*comb_fn)(void *acc, const void *in, size_t n, ushmemi_redop_t op)
 
 /* Signed sums and products wrap (computed in the unsigned type U, at least
  * as wide as unsigned int so that promotions cannot overflow). */
-#define INT_COMB(name, T, U)                                                       \
-    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)   \
-    {                                                                              \
-        T *a = acc_;                                                               \
-        const T *b = in_;                                                          \
-        switch (op) {                                                              \
-        case USHMEMI_OP_AND: for (size_t i = 0; i < n; i++) a[i] &= b[i]; break;   \
-        case USHMEMI_OP_OR: for (size_t i = 0; i < n; i++) a[i] |= b[i]; break;    \
-        case USHMEMI_OP_XOR: for (size_t i = 0; i < n; i++) a[i] ^= b[i]; break;   \
-        case USHMEMI_OP_MAX:                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = b[i] > a[i] ? b[i] : a[i];                                  \
-            break;                                                                 \
-        case USHMEMI_OP_MIN:                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = b[i] < a[i] ? b[i] : a[i];                                  \
-            break;                                                                 \
-        case USHMEMI_OP_SUM:                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = (T)((U)a[i] + (U)b[i]);                                     \
-            break;                                                                 \
-        case USHMEMI_OP_PROD:                                                      \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = (T)((U)a[i] * (U)b[i]);                                     \
-            break;                                                                 \
-        }                                                                          \
+#define INT_COMB(name, T, U)                                                                       \
+    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)                    \
+    {                                                                                              \
+        T *a = acc_;                                                                               \
+        const T *b = in_;                                                                          \
+        switch (op) {                                                                              \
+        case USHMEMI_OP_AND:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] &= b[i];                                                                      \
+            break;                                                                                 \
+        case USHMEMI_OP_OR:                                                                        \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] |= b[i];                                                                      \
+            break;                                                                                 \
+        case USHMEMI_OP_XOR:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] ^= b[i];                                                                      \
+            break;                                                                                 \
+        case USHMEMI_OP_MAX:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = b[i] > a[i] ? b[i] : a[i];                                                  \
+            break;                                                                                 \
+        case USHMEMI_OP_MIN:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = b[i] < a[i] ? b[i] : a[i];                                                  \
+            break;                                                                                 \
+        case USHMEMI_OP_SUM:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = (T)((U)a[i] + (U)b[i]);                                                     \
+            break;                                                                                 \
+        case USHMEMI_OP_PROD:                                                                      \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = (T)((U)a[i] * (U)b[i]);                                                     \
+            break;                                                                                 \
+        }                                                                                          \
     }
 
-#define FLT_COMB(name, T)                                                          \
-    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)   \
-    {                                                                              \
-        T *a = acc_;                                                               \
-        const T *b = in_;                                                          \
-        switch (op) {                                                              \
-        case USHMEMI_OP_MAX:                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = b[i] > a[i] ? b[i] : a[i];                                  \
-            break;                                                                 \
-        case USHMEMI_OP_MIN:                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] = b[i] < a[i] ? b[i] : a[i];                                  \
-            break;                                                                 \
-        case USHMEMI_OP_SUM: for (size_t i = 0; i < n; i++) a[i] += b[i]; break;   \
-        case USHMEMI_OP_PROD: for (size_t i = 0; i < n; i++) a[i] *= b[i]; break;  \
-        default: break; /* rejected by pick() */                                   \
-        }                                                                          \
+#define FLT_COMB(name, T)                                                                          \
+    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)                    \
+    {                                                                                              \
+        T *a = acc_;                                                                               \
+        const T *b = in_;                                                                          \
+        switch (op) {                                                                              \
+        case USHMEMI_OP_MAX:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = b[i] > a[i] ? b[i] : a[i];                                                  \
+            break;                                                                                 \
+        case USHMEMI_OP_MIN:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] = b[i] < a[i] ? b[i] : a[i];                                                  \
+            break;                                                                                 \
+        case USHMEMI_OP_SUM:                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] += b[i];                                                                      \
+            break;                                                                                 \
+        case USHMEMI_OP_PROD:                                                                      \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] *= b[i];                                                                      \
+            break;                                                                                 \
+        default: break; /* rejected by pick() */                                                   \
+        }                                                                                          \
     }
 
-#define CPLX_COMB(name, T)                                                         \
-    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)   \
-    {                                                                              \
-        T *a = acc_;                                                               \
-        const T *b = in_;                                                          \
-        if (op == USHMEMI_OP_SUM)                                                  \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] += b[i];                                                      \
-        else                                                                       \
-            for (size_t i = 0; i < n; i++)                                         \
-                a[i] *= b[i];                                                      \
+#define CPLX_COMB(name, T)                                                                         \
+    static void name(void *acc_, const void *in_, size_t n, ushmemi_redop_t op)                    \
+    {                                                                                              \
+        T *a = acc_;                                                                               \
+        const T *b = in_;                                                                          \
+        if (op == USHMEMI_OP_SUM)                                                                  \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] += b[i];                                                                      \
+        else                                                                                       \
+            for (size_t i = 0; i < n; i++)                                                         \
+                a[i] *= b[i];                                                                      \
     }
 
 INT_COMB(comb_s8, int8_t, unsigned)
@@ -112,31 +127,37 @@ static comb_fn pick(int dtype, ushmemi_redop_t op, const char *call)
     }
     switch (USHMEMI_DT_KIND(dtype)) {
     case USHMEMI_KIND_SINT:
-        fn = size == 1 ? comb_s8 : size == 2 ? comb_s16 : size == 4 ? comb_s32
-           : size == 8 ? comb_s64 : NULL;
+        fn = size == 1   ? comb_s8
+             : size == 2 ? comb_s16
+             : size == 4 ? comb_s32
+             : size == 8 ? comb_s64
+                         : NULL;
         break;
     case USHMEMI_KIND_UINT:
-        fn = size == 1 ? comb_u8 : size == 2 ? comb_u16 : size == 4 ? comb_u32
-           : size == 8 ? comb_u64 : NULL;
+        fn = size == 1   ? comb_u8
+             : size == 2 ? comb_u16
+             : size == 4 ? comb_u32
+             : size == 8 ? comb_u64
+                         : NULL;
         break;
     case USHMEMI_KIND_FLOAT:
         if (!bitwise)
             fn = size == sizeof(float)         ? comb_f32
-               : size == sizeof(double)        ? comb_f64
-               : size == sizeof(long double)   ? comb_fld
+                 : size == sizeof(double)      ? comb_f64
+                 : size == sizeof(long double) ? comb_fld
                                                : NULL;
         break;
     case USHMEMI_KIND_COMPLEX:
         if (op == USHMEMI_OP_SUM || op == USHMEMI_OP_PROD)
             fn = size == sizeof(float _Complex)    ? comb_c32
-               : size == sizeof(double _Complex) ? comb_c64
-                                                 : NULL;
+                 : size == sizeof(double _Complex) ? comb_c64
+                                                   : NULL;
         break;
     default: break;
     }
     if (!fn)
-        ushmemi_error(call, "%s reduction not supported for this type (dtype 0x%x)",
-                      op_names[op], dtype);
+        ushmemi_error(call, "%s reduction not supported for this type (dtype 0x%x)", op_names[op],
+                      dtype);
     return fn;
 }
 
@@ -181,7 +202,7 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;
         memcpy(acc, ushmemi_coll_peer(src, team, 0, call) + off, bytes);
-        for (int k = 1; k < n - (n > 2); k++)
+        for (int k = 1; k < n; k++)
             fn(acc, ushmemi_coll_peer(src, team, k, call) + off, b, op);
         for (int k = 0; k < n; k++)
             memcpy(ushmemi_coll_peer(dest, team, k, call) + off, acc, bytes);

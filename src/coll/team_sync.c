@@ -20,10 +20,11 @@ void ushmemi_team_sync(shmem_team_t team, const char *call)
         int pe = ushmemi_team_world_pe(team, to);
         ushmemi_coll_region_t *peer = ushmemi_coll_region(pe);
         if (USHMEMI_UNLIKELY(!peer))
-            ushmemi_fatal(call, "PE %d's memory is not mapped in this process: team "
-                                "synchronization needs every member on this host", pe);
-        atomic_store_explicit(&peer->slot[team->slot].sync_flag[r], epoch,
-                              memory_order_release);
+            ushmemi_fatal(call,
+                          "PE %d's memory is not mapped in this process: team "
+                          "synchronization needs every member on this host",
+                          pe);
+        atomic_store_explicit(&peer->slot[team->slot].sync_flag[r], epoch, memory_order_release);
         ushmemi_waiter_t w = {0, call};
         while (atomic_load_explicit(&mine->sync_flag[r], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
@@ -55,3 +56,8 @@ USHMEMI_API void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *p
     (void)pSync;
     ushmemi_team_sync(ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call), call);
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_team_sync)
+USHMEMI_PSHMEM(shmem_barrier)
+USHMEMI_PSHMEM(shmem_sync)

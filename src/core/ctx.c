@@ -13,9 +13,9 @@
 /* Contexts may be created and destroyed by several threads at once. */
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int ushmemi_ctx_pe(shmem_ctx_t ctx, int pe, const char *call)
+int ushmemi_ctx_pe_team(shmem_ctx_t ctx, int pe, const char *call)
 {
-    if (USHMEMI_LIKELY(ctx == SHMEM_CTX_DEFAULT))
+    if (ctx == SHMEM_CTX_DEFAULT)
         return pe;
     if (ctx == SHMEM_CTX_INVALID)
         ushmemi_fatal(call, "ctx is SHMEM_CTX_INVALID");
@@ -23,8 +23,7 @@ int ushmemi_ctx_pe(shmem_ctx_t ctx, int pe, const char *call)
     if (team == SHMEM_TEAM_WORLD)
         return pe;
     if (pe < 0 || pe >= team->size)
-        ushmemi_fatal(call, "PE %d out of range for the context's team (%d PEs)", pe,
-                      team->size);
+        ushmemi_fatal(call, "PE %d out of range for the context's team (%d PEs)", pe, team->size);
     return ushmemi_team_world_pe(team, pe);
 }
 
@@ -183,3 +182,15 @@ USHMEMI_API void shmem_ctx_session_stop(shmem_ctx_t ctx)
     if (ctx != SHMEM_CTX_INVALID)
         ushmemi_quiet(ctx);
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_ctx_create)
+USHMEMI_PSHMEM(shmem_team_create_ctx)
+USHMEMI_PSHMEM(shmem_ctx_destroy)
+USHMEMI_PSHMEM(shmem_ctx_get_team)
+USHMEMI_PSHMEM(shmem_ctx_fence)
+USHMEMI_PSHMEM(shmem_ctx_quiet)
+USHMEMI_PSHMEM(shmem_pe_quiet)
+USHMEMI_PSHMEM(shmem_ctx_pe_quiet)
+USHMEMI_PSHMEM(shmem_ctx_session_start)
+USHMEMI_PSHMEM(shmem_ctx_session_stop)

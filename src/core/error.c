@@ -22,8 +22,18 @@ static void vreport(const char *call, const char *fmt, va_list ap)
 {
     char line[512];
     int n;
+    const char *rank = NULL;
+    if (ushmemi_g.n_pes == 0) {
+        /* Not initialized (yet): the launcher's environment still says who we are. */
+        static const char *const rank_vars[] = {"USHMEM_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
+                                                "PMI_RANK"};
+        for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0] && !rank; i++)
+            rank = getenv(rank_vars[i]);
+    }
     if (ushmemi_g.n_pes > 0)
         n = snprintf(line, sizeof line, "ushmem: PE %d: %s: ", ushmemi_g.my_pe, call);
+    else if (rank)
+        n = snprintf(line, sizeof line, "ushmem: PE %s: %s: ", rank, call);
     else
         n = snprintf(line, sizeof line, "ushmem: %s: ", call);
     if (n < 0 || (size_t)n >= sizeof line)

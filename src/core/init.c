@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "heap/heap.h"
+#include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
 ushmemi_state_t ushmemi_g;
@@ -197,6 +198,7 @@ USHMEMI_API int shmemx_init_attr(int rank, int nranks, const shmemx_uniqueid_t *
     } else if ((rc = ushmemi_env_load()) == 0) {
         ushmemi_bootstrap_t bs;
         rc = ushmemi_bootstrap_init_uid(&bs, rank, nranks, uid);
+        ushmemi_cuda_request_device(attr ? attr->device : -1); /* cuda hook: device binding */
         if (rc == 0)
             rc = init_locked(&bs, attr ? attr->thread_level : SHMEM_THREAD_SINGLE, call);
     }

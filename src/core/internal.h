@@ -59,7 +59,7 @@ typedef enum { USHMEMI_ENV_SIZE, USHMEMI_ENV_INT, USHMEMI_ENV_BOOL, USHMEMI_ENV_
     X(bootstrap, STR, "auto", "USHMEM_BOOTSTRAP",                                                  \
       "How PEs find each other: auto, launcher, torchrun, uid, mpi, single")                       \
     X(bootstrap_timeout, INT, "60", "USHMEM_BOOTSTRAP_TIMEOUT",                                    \
-      "Seconds to wait for all PEs to join before failing")                                       \
+      "Seconds to wait for all PEs to join before failing (0: forever)")                                       \
     X(debug, BOOL, "0", "SHMEM_DEBUG|USHMEM_DEBUG",                                                \
       "Print a message for every failed call and check collective arguments")                     \
     X(info, BOOL, "0", "SHMEM_INFO|USHMEM_INFO", "Print the environment table at init (PE 0)")    \
@@ -70,7 +70,8 @@ typedef enum { USHMEMI_ENV_SIZE, USHMEMI_ENV_INT, USHMEMI_ENV_BOOL, USHMEMI_ENV_
       "Rendezvous port (default: MASTER_PORT + 1)")                                                \
     X(static_data, BOOL, "1", "USHMEM_STATIC_DATA",                                                \
       "Make the executable's global and static variables symmetric (remap at init)")              \
-    X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")
+    X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")       \
+    X(cuda_ipc, STR, "vmm", "USHMEM_CUDA_IPC", "How device heaps are shared: vmm or legacy")
 
 typedef struct {
 #define USHMEMI_ENV_FIELD_SIZE size_t

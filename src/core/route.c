@@ -5,10 +5,12 @@
 
 #include "core/core.h"
 #include "core/local.h"
+#include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
 static const ushmemi_transport_ops_t *const all_transports[] = {
     &ushmemi_transport_shm,
+    &ushmemi_transport_cuda, /* cuda hook: device heaps only (reachable for DEVICE) */
 };
 #define NTRANSPORTS (sizeof all_transports / sizeof all_transports[0])
 
@@ -35,11 +37,11 @@ static int select_transports(const char *call)
         if (len) {
             const ushmemi_transport_ops_t *t = find_transport(p, len);
             if (!t) {
-                if (!strncmp(p, "mpi", len) || !strncmp(p, "cuda", len))
+                if (!strncmp(p, "mpi", len))
                     ushmemi_debug(call, "transport '%.*s' is not built into this library", (int)len,
                                   p);
                 else {
-                    ushmemi_error(call, "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm)",
+                    ushmemi_error(call, "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm, cuda)",
                                   (int)len, p);
                     return USHMEM_EINVAL;
                 }
@@ -51,6 +53,12 @@ static int select_transports(const char *call)
         }
         p += len + (p[len] == ',');
     }
+    /* cuda hook: unless USHMEM_TRANSPORTS says otherwise, the cuda transport
+     * is always in the list, last. It loads CUDA only when this PE is asked
+     * to bind a device, and its attach is collective, so every PE must have
+     * it: it is not checked for usability here. */
+    if (!getenv("USHMEM_TRANSPORTS") && nactive < NTRANSPORTS)
+        active[nactive++] = &ushmemi_transport_cuda;
     if (!nactive) {
         ushmemi_error(call, "USHMEM_TRANSPORTS='%s' leaves no usable transport",
                       ushmemi_env.transports);
@@ -133,11 +141,14 @@ void ushmemi_transport_describe(FILE *out);
 void ushmemi_transport_describe(FILE *out)
 {
     for (size_t i = 0; i < NTRANSPORTS; i++) {
+        if (all_transports[i] == &ushmemi_transport_cuda) { /* cuda hook: driver details */
+            ushmemi_cuda_describe(out);
+            continue;
+        }
         const char *why = all_transports[i]->unusable_reason ? all_transports[i]->unusable_reason()
                                                              : NULL;
         fprintf(out, "  %-6s %s%s\n", all_transports[i]->name, why ? "unusable: " : "usable",
                 why ? why : "");
     }
     fprintf(out, "  %-6s not built (multi-host; see issue \"Multi-host\")\n", "mpi");
-    fprintf(out, "  %-6s not built (device memory; see issue \"CUDA device memory\")\n", "cuda");
 }

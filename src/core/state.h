@@ -13,7 +13,12 @@ typedef enum { USHMEMI_MEM_HOST = 0, USHMEMI_MEM_DEVICE = 1 } ushmemi_mem_kind_t
 /* Symmetric segments. HEAP starts with a reserved internal region (sync flags,
  * collective scratch) followed by the user heap; DATA is the executable's
  * writable data segment (.data/.bss) remapped onto shared memory at init. */
-enum { USHMEMI_SEG_HEAP = 0, USHMEMI_SEG_DATA = 1, USHMEMI_NSEG = 2 };
+enum {
+    USHMEMI_SEG_HEAP = 0,
+    USHMEMI_SEG_DATA = 1,
+    USHMEMI_SEG_DEVHEAP = 2, /* cuda hook: device heap (src/transport/cuda), kind DEVICE */
+    USHMEMI_NSEG = 3
+};
 
 typedef struct {
     char *base;  /* this PE's copy */
@@ -49,6 +54,9 @@ typedef struct {
     ushmemi_sync_region_t *sync; /* == seg[HEAP].base */
     uint64_t barrier_epoch;      /* barriers completed by this PE */
     _Atomic int aborting;
+    /* cuda hook: a CUDA device is bound and the device heap exists; the data
+     * paths test it before calling into src/transport/cuda/devmem.h. */
+    int cuda_active;
 } ushmemi_state_t;
 
 extern ushmemi_state_t ushmemi_g __attribute__((visibility("hidden")));

@@ -147,8 +147,7 @@ USHMEMI_API int shmem_team_get_config(shmem_team_t team, long config_mask,
     return 0;
 }
 
-USHMEMI_API int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
-                                        shmem_team_t dest_team)
+USHMEMI_API int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team)
 {
     if (!ushmemi_g.initialized || src_team == SHMEM_TEAM_INVALID ||
         dest_team == SHMEM_TEAM_INVALID || src_pe < 0 || src_pe >= src_team->size)
@@ -201,8 +200,8 @@ static int agree_slots(shmem_team_t parent, int nslots, int *slots, const char *
     /* Nobody may overwrite its words (next split) before all have read them. */
     ushmemi_team_sync(parent, call);
     int found = 0;
-    for (int s = USHMEMI_TEAM_SLOT_SPLIT_FIRST;
-         s < USHMEMI_TEAM_SLOT_ASET_FIRST && found < nslots; s++)
+    for (int s = USHMEMI_TEAM_SLOT_SPLIT_FIRST; s < USHMEMI_TEAM_SLOT_ASET_FIRST && found < nslots;
+         s++)
         if (!(used[s / 64] & (1ULL << (s % 64))))
             slots[found++] = s;
     if (found < nslots) {
@@ -218,10 +217,10 @@ static int make_team(shmem_team_t parent, const triple_t *t, int slot,
                      const shmem_team_config_t *config, long mask, shmem_team_t *out)
 {
     int p = parent->my_pe;
-    int member = t->stride == 0 ? p == t->start
-                                : (p - t->start) % t->stride == 0 &&
-                                      (p - t->start) / t->stride >= 0 &&
-                                      (p - t->start) / t->stride < t->size;
+    int member = t->stride == 0
+                     ? p == t->start
+                     : (p - t->start) % t->stride == 0 && (p - t->start) / t->stride >= 0 &&
+                           (p - t->start) / t->stride < t->size;
     *out = SHMEM_TEAM_INVALID;
     if (!member)
         return 0;
@@ -252,9 +251,9 @@ static int check_mask(const shmem_team_config_t *config, long mask, const char *
     return 1;
 }
 
-USHMEMI_API int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
-                                         int size, const shmem_team_config_t *config,
-                                         long config_mask, shmem_team_t *new_team)
+USHMEMI_API int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
+                                         const shmem_team_config_t *config, long config_mask,
+                                         shmem_team_t *new_team)
 {
     static const char call[] = "shmem_team_split_strided";
     if (new_team)
@@ -273,8 +272,10 @@ USHMEMI_API int shmem_team_split_strided(shmem_team_t parent_team, int start, in
      * alike, before any synchronization. */
     triple_t t = {start, stride, size};
     if (!triple_valid(&t, parent_team->size)) {
-        ushmemi_error(call, "invalid triple (start %d, stride %d, size %d) for a parent team "
-                            "of %d PEs", start, stride, size, parent_team->size);
+        ushmemi_error(call,
+                      "invalid triple (start %d, stride %d, size %d) for a parent team "
+                      "of %d PEs",
+                      start, stride, size, parent_team->size);
         return USHMEM_EINVAL;
     }
     if (!check_mask(config, config_mask, call))
@@ -367,16 +368,20 @@ shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const c
     int n = ushmemi_g.n_pes;
     if (start < 0 || logstride < 0 || logstride > 30 || size < 1 || start >= n ||
         (long long)start + ((long long)(size - 1) << logstride) >= n)
-        ushmemi_fatal(call, "invalid active set (PE_start %d, logPE_stride %d, PE_size %d) "
-                            "for %d PEs", start, logstride, size, n);
+        ushmemi_fatal(call,
+                      "invalid active set (PE_start %d, logPE_stride %d, PE_size %d) "
+                      "for %d PEs",
+                      start, logstride, size, n);
     int d = ushmemi_g.my_pe - start;
     if (d < 0 || d % (1 << logstride) || (d >> logstride) >= size)
-        ushmemi_fatal(call, "this PE is not in the active set (PE_start %d, logPE_stride %d, "
-                            "PE_size %d)", start, logstride, size);
+        ushmemi_fatal(call,
+                      "this PE is not in the active set (PE_start %d, logPE_stride %d, "
+                      "PE_size %d)",
+                      start, logstride, size);
     if (start == 0 && (size == n) && (size == 1 || logstride == 0))
         return SHMEM_TEAM_WORLD;
-    uint64_t key = 1ULL << 63 | (uint64_t)start << 38 | (uint64_t)logstride << 32 |
-                   (uint64_t)(uint32_t)size;
+    uint64_t key =
+        1ULL << 63 | (uint64_t)start << 38 | (uint64_t)logstride << 32 | (uint64_t)(uint32_t)size;
     for (int i = 0; i < USHMEMI_ASET_MAX && aset_cache[i].team; i++)
         if (aset_cache[i].key == key)
             return aset_cache[i].team;
@@ -413,3 +418,13 @@ shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const c
         }
     return team;
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_team_my_pe)
+USHMEMI_PSHMEM(shmem_team_n_pes)
+USHMEMI_PSHMEM(shmem_team_get_config)
+USHMEMI_PSHMEM(shmem_team_translate_pe)
+USHMEMI_PSHMEM(shmem_team_ptr)
+USHMEMI_PSHMEM(shmem_team_split_strided)
+USHMEMI_PSHMEM(shmem_team_split_2d)
+USHMEMI_PSHMEM(shmem_team_destroy)

@@ -21,13 +21,13 @@
 
 #include "core/state.h"
 
-#define USHMEMI_TEAM_SLOTS 256
-#define USHMEMI_TEAM_SLOT_WORLD 0
-#define USHMEMI_TEAM_SLOT_SHARED 1
+#define USHMEMI_TEAM_SLOTS            256
+#define USHMEMI_TEAM_SLOT_WORLD       0
+#define USHMEMI_TEAM_SLOT_SHARED      1
 #define USHMEMI_TEAM_SLOT_SPLIT_FIRST 2   /* [2, 192): teams from splits */
-#define USHMEMI_TEAM_SLOT_ASET_FIRST 192  /* [192, 256): active sets */
-#define USHMEMI_TEAM_MAP_WORDS (USHMEMI_TEAM_SLOTS / 64)
-#define USHMEMI_TEAM_SLOT_WORDS 8
+#define USHMEMI_TEAM_SLOT_ASET_FIRST  192 /* [192, 256): active sets */
+#define USHMEMI_TEAM_MAP_WORDS        (USHMEMI_TEAM_SLOTS / 64)
+#define USHMEMI_TEAM_SLOT_WORDS       8
 
 /* Per-team, per-PE synchronization state. Flags hold epochs that only grow
  * while the team lives, so they never need resetting between operations. */
@@ -101,8 +101,14 @@ int ushmemi_team_check(shmem_team_t team, const char *call);
 void ushmemi_ctx_destroy_team(shmem_team_t team);
 
 /* World PE number for a PE number given with ctx: relative to the context's
- * team (SHMEM_CTX_DEFAULT: the world). Fatal if out of range for that team or
- * ctx is SHMEM_CTX_INVALID. RMA and AMO routines call it on their pe. */
-int ushmemi_ctx_pe(shmem_ctx_t ctx, int pe, const char *call);
+ * team (SHMEM_CTX_DEFAULT: the world, unchanged and not checked here). Fatal
+ * if out of range for that team or ctx is SHMEM_CTX_INVALID. Every RMA, AMO
+ * and signal primitive calls it once on its pe, before anything else; the
+ * default context costs one compare. */
+int ushmemi_ctx_pe_team(shmem_ctx_t ctx, int pe, const char *call);
+static inline int ushmemi_ctx_pe(shmem_ctx_t ctx, int pe, const char *call)
+{
+    return USHMEMI_LIKELY(ctx == SHMEM_CTX_DEFAULT) ? pe : ushmemi_ctx_pe_team(ctx, pe, call);
+}
 
 #endif

@@ -15,6 +15,7 @@
 #include "heap/alloc.h"
 #include "heap/heap.h"
 #include "heap/reg.h"
+#include "transport/cuda/devmem.h"
 
 static ushmemi_alloc_t *arena;
 static ushmemi_reg_t *registry;
@@ -154,16 +155,26 @@ static int heap_offset(const void *ptr, size_t *off, const char *call)
     return 0;
 }
 
+/* cuda hook: with a CUDA device bound, allocations default to the device heap
+ * (src/heap/devheap.c); SHMEMX_MALLOC_HOST asks for host memory. */
+#define DEVICE_DEFAULT() USHMEMI_UNLIKELY(ushmemi_g.cuda_active)
+
 USHMEMI_API void *shmem_malloc(size_t size)
 {
+    if (DEVICE_DEFAULT())
+        return ushmemi_devheap_alloc(size, 1, 0, "shmem_malloc");
     return heap_alloc(size, 1, "shmem_malloc");
 }
 
 USHMEMI_API void *shmem_malloc_with_hints(size_t size, long hints)
 {
     /* Atomics/signal hints need nothing special on mapped memory; the memory
-     * kind hints select host memory here (device heaps come with CUDA). */
-    if (hints & SHMEMX_MALLOC_DEVICE)
+     * kind hints choose the heap (default: as shmem_malloc). */
+    int device = (hints & SHMEMX_MALLOC_DEVICE) ||
+                 (!(hints & SHMEMX_MALLOC_HOST) && DEVICE_DEFAULT());
+    if (device && ushmemi_g.cuda_active)
+        return ushmemi_devheap_alloc(size, 1, 0, "shmem_malloc_with_hints");
+    if (device)
         ushmemi_debug("shmem_malloc_with_hints",
                       "SHMEMX_MALLOC_DEVICE requested but no device heap; using host memory");
     return heap_alloc(size, 1, "shmem_malloc_with_hints");
@@ -177,6 +188,8 @@ USHMEMI_API void *shmem_calloc(size_t count, size_t size)
         ushmemi_debug("shmem_calloc", "count %zu x size %zu overflows", count, size);
         return NULL;
     }
+    if (DEVICE_DEFAULT())
+        return ushmemi_devheap_alloc(count * size, 1, 1, "shmem_calloc");
     void *p = heap_alloc(count * size, 1, "shmem_calloc");
     if (p)
         memset(p, 0, count * size);
@@ -194,6 +207,8 @@ USHMEMI_API void *shmem_align(size_t alignment, size_t size)
         ushmemi_debug("shmem_align", "alignment %zu is not a power of two", alignment);
         return NULL;
     }
+    if (DEVICE_DEFAULT())
+        return ushmemi_devheap_alloc(size, alignment, 0, "shmem_align");
     return heap_alloc(size, alignment, "shmem_align");
 }
 
@@ -207,6 +222,10 @@ USHMEMI_API void shmem_free(void *ptr)
     ushmemi_sync_world();
     if (!ptr)
         return;
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(ptr)) { /* cuda hook */
+        ushmemi_devheap_free(ptr, call);
+        return;
+    }
     pthread_mutex_lock(&heap_lock);
     if (heap_offset(ptr, &off, call) == 0)
         ushmemi_alloc_free(arena, off);
@@ -220,6 +239,8 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     int moved = 0, rc;
 
     USHMEMI_CHECK_INIT(call);
+    if (!ptr && DEVICE_DEFAULT())
+        return ushmemi_devheap_alloc(size, 1, 0, call);
     if (!ptr)
         return heap_alloc(size, 1, call);
     if (size == 0) {
@@ -228,6 +249,8 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     }
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
     ushmemi_sync_world();
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(ptr)) /* cuda hook */
+        return ushmemi_devheap_realloc(ptr, size, call);
     pthread_mutex_lock(&heap_lock);
     rc = heap_offset(ptr, &off, call);
     if (rc == 0) {
@@ -249,6 +272,8 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
 
 USHMEMI_API void *shmalloc(size_t size)
 {
+    if (DEVICE_DEFAULT())
+        return ushmemi_devheap_alloc(size, 1, 0, "shmalloc");
     return heap_alloc(size, 1, "shmalloc");
 }
 

@@ -6,6 +6,8 @@
 
 #include "core/core.h"
 #include "core/prims.h"
+#include "core/team.h"
+#include "transport/cuda/devmem.h"
 
 _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *call)
 {
@@ -18,7 +20,9 @@ _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *c
         uintptr_t off = (uintptr_t)addr - (uintptr_t)seg->base;
         if (off < seg->size && n > seg->size - off)
             ushmemi_fatal(call, "%zu bytes at %p run past the end of the symmetric %s", n, addr,
-                          s == USHMEMI_SEG_HEAP ? "heap" : "data segment");
+                          s == USHMEMI_SEG_HEAP      ? "heap"
+                          : s == USHMEMI_SEG_DEVHEAP ? "device heap"
+                                                     : "data segment");
         if (off < seg->size)
             ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
                           ushmemi_pe_transport_name(pe));
@@ -47,19 +51,27 @@ static inline char *remote_addr(const void *addr, size_t n, int pe, const char *
 void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
                  const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     if (USHMEMI_UNLIKELY(nbytes == 0))
         return;
-    memcpy(remote_addr(dest, nbytes, pe, call), src, nbytes);
+    char *r = remote_addr(dest, nbytes, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
+        ushmemi_cuda_put(r, src, nbytes, ushmemi_cuda_is_sym(dest), 0, call))
+        return;
+    memcpy(r, src, nbytes);
 }
 
 void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
                  const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     if (USHMEMI_UNLIKELY(nbytes == 0))
         return;
-    memcpy(dest, remote_addr(src, nbytes, pe, call), nbytes);
+    const char *r = remote_addr(src, nbytes, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
+        ushmemi_cuda_get(dest, r, nbytes, ushmemi_cuda_is_sym(src), 0, call))
+        return;
+    memcpy(dest, r, nbytes);
 }
 
 void ushmemi_put_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
@@ -128,8 +140,11 @@ static inline void load_elem(void *d, const void *s, size_t esize)
 void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int pe,
                const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     char *r = remote_addr(dest, esize, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
+        ushmemi_cuda_put(r, value, esize, ushmemi_cuda_is_sym(dest), 0, call))
+        return;
     if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
         copy_elem(r, value, esize);
     else
@@ -139,8 +154,11 @@ void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int
 void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize, int pe,
                const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     const char *r = remote_addr(src, esize, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
+        ushmemi_cuda_get(out, r, esize, ushmemi_cuda_is_sym(src), 0, call))
+        return;
     if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
         load_elem(out, r, esize);
     else
@@ -175,12 +193,16 @@ void ushmemi_iget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, p
 void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
                    size_t bsize, size_t nblocks, size_t esize, int pe, const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     if (nblocks == 0 || bsize == 0)
         return;
     size_t span = strided_span(dst, nblocks, esize, call) + (bsize - 1) * esize;
     strided_span(sst, nblocks, esize, call);
     char *r = remote_addr(dest, span, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
+        ushmemi_cuda_strided(r, (size_t)dst * esize, src, (size_t)sst * esize, bsize * esize,
+                             nblocks, ushmemi_cuda_is_sym(dest), call))
+        return;
     const char *l = src;
     for (size_t b = 0; b < nblocks; b++) {
         char *d = r + b * (size_t)dst * esize;
@@ -195,12 +217,16 @@ void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
 void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
                    size_t bsize, size_t nblocks, size_t esize, int pe, const char *call)
 {
-    (void)ctx;
+    pe = ushmemi_ctx_pe(ctx, pe, call);
     if (nblocks == 0 || bsize == 0)
         return;
     size_t span = strided_span(sst, nblocks, esize, call) + (bsize - 1) * esize;
     strided_span(dst, nblocks, esize, call);
     const char *r = remote_addr(src, span, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
+        ushmemi_cuda_strided(dest, (size_t)dst * esize, r, (size_t)sst * esize, bsize * esize,
+                             nblocks, ushmemi_cuda_is_sym(src), call))
+        return;
     char *l = dest;
     for (size_t b = 0; b < nblocks; b++) {
         char *d = l + b * (size_t)dst * esize;
@@ -218,6 +244,8 @@ void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
 void ushmemi_quiet(shmem_ctx_t ctx)
 {
     (void)ctx;
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active)) /* cuda hook: device nbi copies */
+        ushmemi_cuda_quiet();
     atomic_thread_fence(memory_order_seq_cst);
 }
 

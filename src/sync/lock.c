@@ -6,10 +6,10 @@
  * atomic with each other on whatever transport reaches PE 0. */
 #include "core/prims.h"
 
-#define DT_LONG USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long))
-#define TICKET ((uint64_t)1 << 32)
+#define DT_LONG    USHMEMI_DT(USHMEMI_KIND_SINT, sizeof(long))
+#define TICKET     ((uint64_t)1 << 32)
 #define SERVING(v) ((uint32_t)(v))
-#define NEXT(v) ((uint32_t)((v) >> 32))
+#define NEXT(v)    ((uint32_t)((v) >> 32))
 
 _Static_assert(sizeof(long) == 8, "the lock state needs a 64-bit long");
 
@@ -65,3 +65,8 @@ USHMEMI_API void shmem_clear_lock(long *lock)
     uint64_t inc = SERVING(v) == UINT32_MAX ? (uint64_t)0 - TICKET + 1 : 1;
     lock_amo(USHMEMI_AMO_ADD, lock, inc, 0, call);
 }
+
+/* pshmem_ profiling names */
+USHMEMI_PSHMEM(shmem_set_lock)
+USHMEMI_PSHMEM(shmem_test_lock)
+USHMEMI_PSHMEM(shmem_clear_lock)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/prims.h"
+#include "transport/cuda/devmem.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -55,6 +56,10 @@ static int check_cmp(int cmp, const char *call)
 int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *value,
                     const char *call)
 {
+    uint64_t dev_copy; /* cuda hook: device memory is compared through a copy */
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) &&
+        ushmemi_cuda_load(ivar, USHMEMI_DT_SIZE(dtype), &dev_copy, call))
+        ivar = &dev_copy;
     switch (dtype) {
     case USHMEMI_DT(USHMEMI_KIND_SINT, 1): LOAD_CMP(int8_t, ivar, cmp, value);
     case USHMEMI_DT(USHMEMI_KIND_SINT, 2): LOAD_CMP(int16_t, ivar, cmp, value);
@@ -218,21 +223,38 @@ size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indi
 
 /* ---- signals ---- */
 
+static uint64_t load_signal(const uint64_t *sig_addr, const char *call)
+{
+    uint64_t v; /* cuda hook: a signal on the device heap is read through a copy */
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_load(sig_addr, 8, &v, call))
+        return v;
+    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
 USHMEMI_API uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     USHMEMI_CHECK_INIT("shmem_signal_fetch");
     if (!sig_addr || (uintptr_t)sig_addr % 8)
         ushmemi_fatal("shmem_signal_fetch", "sig_addr %p is NULL or misaligned",
                       (const void *)sig_addr);
-    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+    return load_signal(sig_addr, "shmem_signal_fetch");
 }
 
 USHMEMI_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)
 {
     static const char call[] = "shmem_signal_wait_until";
     const int dt = USHMEMI_DT(USHMEMI_KIND_UINT, 8);
-    ushmemi_wait_until(sig_addr, dt, cmp, &cmp_value, call);
-    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+    check_ivar(sig_addr, dt, call);
+    check_cmp(cmp, call);
+    /* Return the very value that satisfied the condition: a second read could
+     * already see a later update that does not. */
+    ushmemi_waiter_t w = {0, call};
+    for (;;) {
+        uint64_t v = load_signal(sig_addr, call);
+        if (CMP(v, cmp_value, cmp))
+            return v;
+        ushmemi_wait_poll(&w);
+    }
 }
 
 /* pshmem_ profiling names */

@@ -9,7 +9,8 @@
  *   gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
  *       -Wmissing-prototypes -Wvla -Werror -pthread -Iinclude -Isrc \
  *       tests/bootstrap/test_bootstrap.c src/bootstrap/\*.c src/core/env.c src/core/error.c
- * Run: ./a.out [-v]   (-v prints every PE's stderr) */
+ * Run: ./a.out [-v] [-r N] [key]   (-v: print every PE's stderr; -r: repeat;
+ * key: run only the tests it names, e.g. monitor) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -40,11 +41,12 @@ typedef struct {
     int n;
     char addr[128];
     char secret[40];
-    int master_port; /* torchrun: MASTER_PORT (ushmem uses + 1) */
-    int timeout;     /* USHMEM_BOOTSTRAP_TIMEOUT, 0: default */
-    int victim;      /* monitor tests: the PE that leaves */
-    int uid_pipe;    /* uid tests: where the maker writes the id */
-    int hold_fd;     /* uid tests: the maker keeps its port until this closes, -1: no */
+    int master_port;       /* torchrun: MASTER_PORT (ushmem uses + 1) */
+    int timeout;           /* USHMEM_BOOTSTRAP_TIMEOUT, 0: default */
+    int victim;            /* monitor tests: the PE that leaves */
+    const char *abort_msg; /* monitor tests: what the victim's abort says */
+    int uid_pipe;          /* uid tests: where the maker writes the id */
+    int hold_fd;           /* uid tests: the maker keeps its port until this closes, -1: no */
     shmemx_uniqueid_t uid;
 } job_t;
 
@@ -59,16 +61,29 @@ typedef struct {
 } kid_t;
 
 static int g_verbose, g_failures, g_tests;
-static int g_rank = -1;          /* in a child: its rank */
-static _Atomic int *g_counts;    /* shared by all processes: barrier checks */
+static int g_rank = -1;       /* in a child: its rank */
+static _Atomic int *g_counts; /* shared by all processes: barrier checks */
 static volatile sig_atomic_t g_alarm;
 
-static const char *const managed_env[] = {
-    "USHMEM_RANK", "USHMEM_NPES", "USHMEM_LOCAL_RANK", "USHMEM_LOCAL_SIZE",
-    "USHMEM_BOOTSTRAP_ADDR", "USHMEM_SECRET", "USHMEM_BOOTSTRAP", "USHMEM_BOOTSTRAP_TIMEOUT",
-    "USHMEM_MASTER_ADDR", "USHMEM_MASTER_PORT", "MASTER_ADDR", "MASTER_PORT", "RANK",
-    "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-    "PMIX_RANK"};
+static const char *const managed_env[] = {"USHMEM_RANK",
+                                          "USHMEM_NPES",
+                                          "USHMEM_LOCAL_RANK",
+                                          "USHMEM_LOCAL_SIZE",
+                                          "USHMEM_BOOTSTRAP_ADDR",
+                                          "USHMEM_SECRET",
+                                          "USHMEM_BOOTSTRAP",
+                                          "USHMEM_BOOTSTRAP_TIMEOUT",
+                                          "USHMEM_MASTER_ADDR",
+                                          "USHMEM_MASTER_PORT",
+                                          "MASTER_ADDR",
+                                          "MASTER_PORT",
+                                          "RANK",
+                                          "WORLD_SIZE",
+                                          "LOCAL_RANK",
+                                          "TORCHELASTIC_RUN_ID",
+                                          "OMPI_COMM_WORLD_RANK",
+                                          "PMI_RANK",
+                                          "PMIX_RANK"};
 
 static double now_s(void)
 {
@@ -77,13 +92,12 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-#define CHECK(c)                                                                              \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "PE %d: check failed at %s:%d: %s\n", g_rank, __FILE__, __LINE__, \
-                    #c);                                                                      \
-            exit(2);                                                                          \
-        }                                                                                     \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "PE %d: check failed at %s:%d: %s\n", g_rank, __FILE__, __LINE__, #c); \
+            exit(2);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* ---- the environment each kind of launcher gives a PE ---- */
@@ -291,12 +305,6 @@ static int body_intruder(int rank, job_t *j)
     return 0;
 }
 
-static int body_late(int rank, job_t *j)
-{
-    usleep(300 * 1000); /* after the intruder */
-    return body_full(rank, j);
-}
-
 static int body_expect_timeout(int rank, job_t *j)
 {
     ushmemi_bootstrap_t bs;
@@ -349,7 +357,7 @@ static int body_global_exit(int rank, job_t *j)
     CHECK(ushmemi_bootstrap_monitor_start() == 0);
     CHECK(bs.ops->barrier() == 0);
     if (rank == j->victim) {
-        ushmemi_bootstrap_abort(7, rank == 0 ? "root gives up" : NULL);
+        ushmemi_bootstrap_abort(7, j->abort_msg);
         _exit(7);
     }
     spin_forever();
@@ -548,8 +556,8 @@ static void test_collectives(const char *mode)
         job_init(&j, mode, n);
         if (!strcmp(mode, "torchrun"))
             j.master_port = free_port() - 1;
-        snprintf(name, sizeof name, "%s: allgather, bcast, 100 barriers, finalize, %d PE%s",
-                 mode, n, n > 1 ? "s" : "");
+        snprintf(name, sizeof name, "%s: allgather, bcast, 100 barriers, finalize, %d PE%s", mode,
+                 n, n > 1 ? "s" : "");
         run_job(name, &j, body_full, 60);
     }
 }
@@ -659,8 +667,13 @@ static void test_wrong_secret(void)
     job_init(&j, "launcher", 2);
     kid_spawn(&k[0], body_full, 0, &j);
     kid_spawn(&k[1], body_intruder, 1, &j);
-    kid_spawn(&k[2], body_late, 1, &j);
-    const char *why = kids_wait(k, 3, 30) ? "timed out" : all_exited_0(k, 3);
+    /* The real rank 1 joins only after the intruder was turned away. */
+    const char *why = kids_wait(&k[1], 1, 20) ? "the intruder timed out" : NULL;
+    kid_spawn(&k[2], body_full, 1, &j);
+    if (kids_wait(k, 3, 30))
+        why = "timed out";
+    else if (!why)
+        why = all_exited_0(k, 3);
     if (!why && !kid_says(&k[0], "refused a connection from"))
         why = "root did not log the refusal";
     if (!why && !kid_says(&k[0], "wrong secret"))
@@ -730,13 +743,14 @@ static void test_mismatch(void)
 }
 
 /* The victim leaves; everyone else must be gone within 5 s, non-zero. */
-static void test_monitor(const char *name, body_fn fn, int victim, int want_code,
-                         const char *root_says)
+static void test_monitor(const char *name, body_fn fn, int victim, const char *abort_msg,
+                         int want_code, const char *root_says)
 {
     job_t j;
     kid_t k[3];
     job_init(&j, "launcher", 3);
     j.victim = victim;
+    j.abort_msg = abort_msg;
     for (int r = 0; r < 3; r++)
         kid_spawn(&k[r], fn, r, &j);
     const char *why = kids_wait(k, 3, 15) ? "timed out (a PE kept running)" : NULL;
@@ -758,9 +772,31 @@ static void test_monitor(const char *name, body_fn fn, int victim, int want_code
     report(name, why, k, 3);
 }
 
+static const char *g_only; /* run only the tests whose key contains this */
+
+static int want(const char *key)
+{
+    return !g_only || strstr(key, g_only);
+}
+
 int main(int argc, char **argv)
 {
-    g_verbose = argc > 1 && !strcmp(argv[1], "-v");
+    int repeat = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v"))
+            g_verbose = 1;
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
+        else if (argv[i][0] != '-')
+            g_only = argv[i];
+        else {
+            fprintf(stderr,
+                    "usage: %s [-v] [-r repeat] [key: single launcher tcp torchrun "
+                    "uid secret nobody joined mpi mismatch monitor]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     g_counts = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_counts == MAP_FAILED) {
@@ -770,31 +806,57 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: waitpid wakes */
     sigaction(SIGALRM, &sa, NULL);
 
-    test_single();
-    test_collectives("launcher");
-    test_launcher_tcp();
-    test_collectives("torchrun");
-    test_uid(1);
-    test_uid(3);
-    test_uid_not_maker(1);
-    test_uid_not_maker(0);
-    test_uid_garbage();
-    test_wrong_secret();
-    test_nobody_listening(0);
-    test_nobody_listening(1);
-    test_never_joined();
-    test_mpi_detected();
-    test_mismatch();
-    test_monitor("monitor: PE 2 exits without finalize, PEs 0 and 1 spinning are stopped",
-                 body_leave, 2, 1, "ushmem: PE 2 left the job without shmem_finalize");
-    test_monitor("monitor: root exits without finalize, PEs 1 and 2 spinning are stopped",
-                 body_leave, 0, 1, NULL);
-    test_monitor("monitor: PE 2 exits while the others wait in a bootstrap barrier",
-                 body_leave_during_barrier, 2, 1, "PE 2 left the job");
-    test_monitor("monitor: PE 1 calls shmem_global_exit(7), the others exit 7",
-                 body_global_exit, 1, 7, "ushmem: PE 1 called shmem_global_exit(7)");
-    test_monitor("monitor: root aborts with status 7, the others exit 7", body_global_exit, 0,
-                 7, NULL);
+    for (int rep = 0; rep < repeat; rep++) {
+        if (want("single"))
+            test_single();
+        if (want("launcher"))
+            test_collectives("launcher");
+        if (want("launcher tcp"))
+            test_launcher_tcp();
+        if (want("torchrun"))
+            test_collectives("torchrun");
+        if (want("uid")) {
+            test_uid(1);
+            test_uid(3);
+            test_uid_not_maker(1);
+            test_uid_not_maker(0);
+            test_uid_garbage();
+        }
+        if (want("secret"))
+            test_wrong_secret();
+        if (want("nobody")) {
+            test_nobody_listening(0);
+            test_nobody_listening(1);
+        }
+        if (want("joined"))
+            test_never_joined();
+        if (want("mpi"))
+            test_mpi_detected();
+        if (want("mismatch"))
+            test_mismatch();
+        if (want("monitor")) {
+            test_monitor("monitor: PE 2 exits without finalize, PEs 0 and 1 spinning are "
+                         "stopped",
+                         body_leave, 2, NULL, 1,
+                         "ushmem: PE 2 left the job without shmem_finalize (exited or killed); "
+                         "stopping all PEs");
+            test_monitor("monitor: root exits without finalize, PEs 1 and 2 spinning are "
+                         "stopped",
+                         body_leave, 0, NULL, 1, NULL);
+            test_monitor("monitor: PE 2 exits while the others wait in a bootstrap barrier",
+                         body_leave_during_barrier, 2, NULL, 1, "PE 2 left the job");
+            test_monitor("monitor: PE 1 aborts (no message), the others exit 7", body_global_exit,
+                         1, NULL, 7, "ushmem: PE 1 called shmem_global_exit(7); stopping all PEs");
+            test_monitor("monitor: PE 2 aborts, message names the PE", body_global_exit, 2,
+                         "PE 2 called shmem_global_exit(7)", 7,
+                         "ushmem: PE 2 called shmem_global_exit(7); stopping all PEs");
+            test_monitor("monitor: PE 1 aborts with another message", body_global_exit, 1,
+                         "fatal error", 7,
+                         "ushmem: PE 1: fatal error (exit status 7); stopping all PEs");
+            test_monitor("monitor: root aborts with status 7, the others exit 7", body_global_exit,
+                         0, "root gives up", 7, NULL);
+        }
+    }
 
     printf("1..%d\n%d of %d failed\n", g_tests, g_failures, g_tests);
     return g_failures ? 1 : 0;

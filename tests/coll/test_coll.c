@@ -6,7 +6,7 @@
  * USHMEM_TEST_NPES: 1 2 3 4 */
 #include "test_util.h"
 
-#define MAXB ((1 << 20) + 5) /* largest block */
+#define MAXB  ((1 << 20) + 5) /* largest block */
 #define MAXPE 8
 
 static unsigned char *src, *dst;
@@ -21,8 +21,8 @@ static void check_bytes(const unsigned char *got, size_t n, int id, int round, c
                         int from)
 {
     size_t bad = 0;
-    CHECK(test_verify(got, n, id, round, &bad), "%s: %zu bytes from %d: byte %zu wrong", what,
-          n, from, bad);
+    CHECK(test_verify(got, n, id, round, &bad), "%s: %zu bytes from %d: byte %zu wrong", what, n,
+          from, bad);
 }
 
 static void test_broadcast(shmem_team_t team)
@@ -154,8 +154,7 @@ static void test_alltoall(shmem_team_t team)
         test_fill(src + j * 100, 100, me * 1000 + j, r);
     CHECK(shmem_alltoallsmem(team, dst, src, 1, 1, 100) == 0, "alltoallsmem");
     for (int j = 0; j < n; j++)
-        check_bytes(dst + j * 100, 100, wpe(team, j) * 1000 + tme, r, "alltoallsmem",
-                    wpe(team, j));
+        check_bytes(dst + j * 100, 100, wpe(team, j) * 1000 + tme, r, "alltoallsmem", wpe(team, j));
     CHECK(shmem_alltoallsmem(team, dst, src, 0, 1, 1) != 0, "stride 0 accepted");
 }
 

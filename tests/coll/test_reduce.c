@@ -26,110 +26,118 @@ static int small(int pe, size_t i, int r, int which)
 }
 
 /* X(NAME, T, KIND): KIND is INT, FLT or CPX. */
-#define BIT_TYPES(X)                                                                          \
-    X(uchar, unsigned char, INT) X(ushort, unsigned short, INT) X(uint, unsigned int, INT)    \
-    X(ulong, unsigned long, INT) X(ulonglong, unsigned long long, INT) X(int8, int8_t, INT)   \
-    X(int16, int16_t, INT) X(int32, int32_t, INT) X(int64, int64_t, INT)                      \
-    X(uint8, uint8_t, INT) X(uint16, uint16_t, INT) X(uint32, uint32_t, INT)                  \
-    X(uint64, uint64_t, INT) X(size, size_t, INT)
-#define MINMAX_TYPES(X)                                                                       \
-    BIT_TYPES(X) X(char, char, INT) X(schar, signed char, INT) X(short, short, INT)           \
-    X(int, int, INT) X(long, long, INT) X(longlong, long long, INT)                           \
-    X(ptrdiff, ptrdiff_t, INT) X(float, float, FLT) X(double, double, FLT)                    \
+/* clang-format off */
+#define BIT_TYPES(X)                                                  \
+    X(uchar, unsigned char, INT) X(ushort, unsigned short, INT)       \
+    X(uint, unsigned int, INT) X(ulong, unsigned long, INT)           \
+    X(ulonglong, unsigned long long, INT)                             \
+    X(int8, int8_t, INT) X(int16, int16_t, INT)                       \
+    X(int32, int32_t, INT) X(int64, int64_t, INT)                     \
+    X(uint8, uint8_t, INT) X(uint16, uint16_t, INT)                   \
+    X(uint32, uint32_t, INT) X(uint64, uint64_t, INT)                 \
+    X(size, size_t, INT)
+#define MINMAX_TYPES(X)                                               \
+    BIT_TYPES(X)                                                      \
+    X(char, char, INT) X(schar, signed char, INT) X(short, short, INT) \
+    X(int, int, INT) X(long, long, INT) X(longlong, long long, INT)   \
+    X(ptrdiff, ptrdiff_t, INT)                                        \
+    X(float, float, FLT) X(double, double, FLT)                       \
     X(longdouble, long double, FLT)
-#define SUM_TYPES(X) MINMAX_TYPES(X) X(complexf, float _Complex, CPX) X(complexd, double _Complex, CPX)
+#define SUM_TYPES(X)                                                  \
+    MINMAX_TYPES(X)                                                   \
+    X(complexf, float _Complex, CPX) X(complexd, double _Complex, CPX)
+/* clang-format on */
 
 #define VAL_INT(T) (T) bits(pe, i, r)
 #define VAL_FLT(T) (T) small(pe, i, r, 0)
 #define VAL_CPX(T) (T)(small(pe, i, r, 0) + small(pe, i, r, 1) * I)
-#define DEF_VAL(NAME, T, KIND)                        \
-    static T val_##NAME(int pe, size_t i, int r)      \
-    {                                                 \
-        return VAL_##KIND(T);                         \
+#define DEF_VAL(NAME, T, KIND)                                                                     \
+    static T val_##NAME(int pe, size_t i, int r)                                                   \
+    {                                                                                              \
+        return VAL_##KIND(T);                                                                      \
     }
 SUM_TYPES(DEF_VAL)
 
 /* Expected combinations; integer sums and products wrap. */
-#define C_and(T, a, b) (T)((a) & (b))
-#define C_or(T, a, b) (T)((a) | (b))
-#define C_xor(T, a, b) (T)((a) ^ (b))
-#define C_max(T, a, b) ((b) > (a) ? (b) : (a))
-#define C_min(T, a, b) ((b) < (a) ? (b) : (a))
-#define C_sum_INT(T, a, b) (T)((unsigned long long)(a) + (unsigned long long)(b))
+#define C_and(T, a, b)      (T)((a) & (b))
+#define C_or(T, a, b)       (T)((a) | (b))
+#define C_xor(T, a, b)      (T)((a) ^ (b))
+#define C_max(T, a, b)      ((b) > (a) ? (b) : (a))
+#define C_min(T, a, b)      ((b) < (a) ? (b) : (a))
+#define C_sum_INT(T, a, b)  (T)((unsigned long long)(a) + (unsigned long long)(b))
 #define C_prod_INT(T, a, b) (T)((unsigned long long)(a) * (unsigned long long)(b))
-#define C_sum_FLT(T, a, b) (T)((a) + (b))
+#define C_sum_FLT(T, a, b)  (T)((a) + (b))
 #define C_prod_FLT(T, a, b) (T)((a) * (b))
-#define C_sum_CPX C_sum_FLT
-#define C_prod_CPX C_prod_FLT
-#define C_and_INT C_and
-#define C_or_INT C_or
-#define C_xor_INT C_xor
-#define C_max_INT C_max
-#define C_min_INT C_min
-#define C_max_FLT C_max
-#define C_min_FLT C_min
+#define C_sum_CPX           C_sum_FLT
+#define C_prod_CPX          C_prod_FLT
+#define C_and_INT           C_and
+#define C_or_INT            C_or
+#define C_xor_INT           C_xor
+#define C_max_INT           C_max
+#define C_min_INT           C_min
+#define C_max_FLT           C_max
+#define C_min_FLT           C_min
 
 static int wpe(shmem_team_t team, int k)
 {
     return shmem_team_translate_pe(team, k, SHMEM_TEAM_WORLD);
 }
 
-#define DEF_RED(NAME, T, KIND, OP)                                                            \
-    static void red_##NAME##_##OP(shmem_team_t team, size_t nel, int inplace)                 \
-    {                                                                                         \
-        int me = shmem_my_pe(), n = shmem_team_n_pes(team), r = ++round_no;                   \
-        T *s = (T *)src, *d = (T *)dst;                                                       \
-        for (size_t i = 0; i < nel; i++) {                                                    \
-            int pe = me;                                                                      \
-            (inplace ? d : s)[i] = val_##NAME(pe, i, r);                                      \
-        }                                                                                     \
-        memset(&d[nel], 0x5a, sizeof(T));                                                     \
-        CHECK(shmem_##NAME##_##OP##_reduce(team, d, inplace ? d : s, nel) == 0,               \
-              #NAME "_" #OP "_reduce");                                                       \
-        for (size_t i = 0; i < nel; i++) {                                                    \
-            T e = val_##NAME(wpe(team, 0), i, r);                                             \
-            for (int k = 1; k < n; k++) {                                                     \
-                T b = val_##NAME(wpe(team, k), i, r);                                         \
-                e = C_##OP##_##KIND(T, e, b);                                                 \
-            }                                                                                 \
-            CHECK(d[i] == e, #NAME "_" #OP "_reduce: %zu of %zu elements wrong (inplace %d)", \
-                  i, nel, inplace);                                                           \
-        }                                                                                     \
-        unsigned char guard[sizeof(T)];                                                       \
-        memset(guard, 0x5a, sizeof guard);                                                    \
-        CHECK(!memcmp(&d[nel], guard, sizeof guard), #NAME "_" #OP " wrote past the end");    \
+#define DEF_RED(NAME, T, KIND, OP)                                                                 \
+    static void red_##NAME##_##OP(shmem_team_t team, size_t nel, int inplace)                      \
+    {                                                                                              \
+        int me = shmem_my_pe(), n = shmem_team_n_pes(team), r = ++round_no;                        \
+        T *s = (T *)src, *d = (T *)dst;                                                            \
+        for (size_t i = 0; i < nel; i++) {                                                         \
+            int pe = me;                                                                           \
+            (inplace ? d : s)[i] = val_##NAME(pe, i, r);                                           \
+        }                                                                                          \
+        memset(&d[nel], 0x5a, sizeof(T));                                                          \
+        CHECK(shmem_##NAME##_##OP##_reduce(team, d, inplace ? d : s, nel) == 0,                    \
+              #NAME "_" #OP "_reduce");                                                            \
+        for (size_t i = 0; i < nel; i++) {                                                         \
+            T e = val_##NAME(wpe(team, 0), i, r);                                                  \
+            for (int k = 1; k < n; k++) {                                                          \
+                T b = val_##NAME(wpe(team, k), i, r);                                              \
+                e = C_##OP##_##KIND(T, e, b);                                                      \
+            }                                                                                      \
+            CHECK(d[i] == e, #NAME "_" #OP "_reduce: %zu of %zu elements wrong (inplace %d)", i,   \
+                  nel, inplace);                                                                   \
+        }                                                                                          \
+        unsigned char guard[sizeof(T)];                                                            \
+        memset(guard, 0x5a, sizeof guard);                                                         \
+        CHECK(!memcmp(&d[nel], guard, sizeof guard), #NAME "_" #OP " wrote past the end");         \
     }
 
-#define DEF_BIT(NAME, T, KIND) DEF_RED(NAME, T, KIND, and) DEF_RED(NAME, T, KIND, or) \
-    DEF_RED(NAME, T, KIND, xor)
+#define DEF_BIT(NAME, T, KIND)                                                                     \
+    DEF_RED(NAME, T, KIND, and) DEF_RED(NAME, T, KIND, or) DEF_RED(NAME, T, KIND, xor)
 #define DEF_MINMAX(NAME, T, KIND) DEF_RED(NAME, T, KIND, max) DEF_RED(NAME, T, KIND, min)
-#define DEF_SUM(NAME, T, KIND) DEF_RED(NAME, T, KIND, sum) DEF_RED(NAME, T, KIND, prod)
+#define DEF_SUM(NAME, T, KIND)    DEF_RED(NAME, T, KIND, sum) DEF_RED(NAME, T, KIND, prod)
 BIT_TYPES(DEF_BIT)
 MINMAX_TYPES(DEF_MINMAX)
 SUM_TYPES(DEF_SUM)
 
 /* Prefix sums: member m gets the sum over members 0..m (inscan) or 0..m-1. */
-#define DEF_SCAN(NAME, T, KIND)                                                               \
-    static void scan_##NAME(shmem_team_t team, size_t nel, int ex, int inplace)               \
-    {                                                                                         \
-        int me = shmem_my_pe(), tme = shmem_team_my_pe(team), r = ++round_no;                 \
-        T *s = (T *)src, *d = (T *)dst;                                                       \
-        for (size_t i = 0; i < nel; i++) {                                                    \
-            int pe = me;                                                                      \
-            (inplace ? d : s)[i] = val_##NAME(pe, i, r);                                      \
-        }                                                                                     \
-        int rc = ex ? shmem_##NAME##_sum_exscan(team, d, inplace ? d : s, nel)                \
-                    : shmem_##NAME##_sum_inscan(team, d, inplace ? d : s, nel);               \
-        CHECK(rc == 0, #NAME " scan");                                                        \
-        for (size_t i = 0; i < nel; i++) {                                                    \
-            T e = 0;                                                                          \
-            for (int k = 0; k < tme + !ex; k++) {                                             \
-                T b = val_##NAME(wpe(team, k), i, r);                                         \
-                e = C_sum_##KIND(T, e, b);                                                    \
-            }                                                                                 \
-            CHECK(d[i] == e, #NAME " %sscan: element %zu of %zu wrong", ex ? "ex" : "in", i,  \
-                  nel);                                                                       \
-        }                                                                                     \
+#define DEF_SCAN(NAME, T, KIND)                                                                    \
+    static void scan_##NAME(shmem_team_t team, size_t nel, int ex, int inplace)                    \
+    {                                                                                              \
+        int me = shmem_my_pe(), tme = shmem_team_my_pe(team), r = ++round_no;                      \
+        T *s = (T *)src, *d = (T *)dst;                                                            \
+        for (size_t i = 0; i < nel; i++) {                                                         \
+            int pe = me;                                                                           \
+            (inplace ? d : s)[i] = val_##NAME(pe, i, r);                                           \
+        }                                                                                          \
+        int rc = ex ? shmem_##NAME##_sum_exscan(team, d, inplace ? d : s, nel)                     \
+                    : shmem_##NAME##_sum_inscan(team, d, inplace ? d : s, nel);                    \
+        CHECK(rc == 0, #NAME " scan");                                                             \
+        for (size_t i = 0; i < nel; i++) {                                                         \
+            T e = 0;                                                                               \
+            for (int k = 0; k < tme + !ex; k++) {                                                  \
+                T b = val_##NAME(wpe(team, k), i, r);                                              \
+                e = C_sum_##KIND(T, e, b);                                                         \
+            }                                                                                      \
+            CHECK(d[i] == e, #NAME " %sscan: element %zu of %zu wrong", ex ? "ex" : "in", i, nel); \
+        }                                                                                          \
     }
 SUM_TYPES(DEF_SCAN)
 
@@ -142,17 +150,17 @@ static void run_all(shmem_team_t team)
     for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
         for (int inplace = 0; inplace < 2; inplace++) {
             size_t nel = sizes[z];
-#define RUN_BIT(NAME, T, KIND)                 \
-    red_##NAME##_and(team, nel, inplace);      \
-    red_##NAME##_or(team, nel, inplace);       \
+#define RUN_BIT(NAME, T, KIND)                                                                     \
+    red_##NAME##_and(team, nel, inplace);                                                          \
+    red_##NAME##_or(team, nel, inplace);                                                           \
     red_##NAME##_xor(team, nel, inplace);
-#define RUN_MINMAX(NAME, T, KIND)              \
-    red_##NAME##_max(team, nel, inplace);      \
+#define RUN_MINMAX(NAME, T, KIND)                                                                  \
+    red_##NAME##_max(team, nel, inplace);                                                          \
     red_##NAME##_min(team, nel, inplace);
-#define RUN_SUM(NAME, T, KIND)                 \
-    red_##NAME##_sum(team, nel, inplace);      \
-    red_##NAME##_prod(team, nel, inplace);     \
-    scan_##NAME(team, nel, 0, inplace);        \
+#define RUN_SUM(NAME, T, KIND)                                                                     \
+    red_##NAME##_sum(team, nel, inplace);                                                          \
+    red_##NAME##_prod(team, nel, inplace);                                                         \
+    scan_##NAME(team, nel, 0, inplace);                                                            \
     scan_##NAME(team, nel, 1, inplace);
             BIT_TYPES(RUN_BIT)
             MINMAX_TYPES(RUN_MINMAX)

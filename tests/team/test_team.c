@@ -92,8 +92,8 @@ int main(void)
         int en = shmem_team_n_pes(even);
         shmem_team_t last;
         shmem_team_config_t cfg = {.num_contexts = 3}, got = {0};
-        CHECK(shmem_team_split_strided(even, en - 1, 0, 1, &cfg, SHMEM_TEAM_NUM_CONTEXTS,
-                                       &last) == 0,
+        CHECK(shmem_team_split_strided(even, en - 1, 0, 1, &cfg, SHMEM_TEAM_NUM_CONTEXTS, &last) ==
+                  0,
               "nested split");
         check_members(last, 2 * (en - 1), 1, 1, 0);
         if (last != SHMEM_TEAM_INVALID) {
@@ -154,8 +154,8 @@ int main(void)
     enum { LIVE = 100 };
     static shmem_team_t live[LIVE];
     for (int i = 0; i < LIVE; i++)
-        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, i % n, 1, n - i % n, NULL, 0,
-                                       &live[i]) == 0,
+        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, i % n, 1, n - i % n, NULL, 0, &live[i]) ==
+                  0,
               "live team %d", i);
     for (int i = 0; i < LIVE; i += 7) {
         if (live[i] != SHMEM_TEAM_INVALID)

@@ -1,0 +1,140 @@
+"""Memory management: calloc zeroing, align, malloc/free, ptr and heap bases,
+buffer register / unregister / unregister_all, exhaustion, bad arguments."""
+import numpy as np
+import pytest
+
+import ushmem
+
+
+def test_calloc_zeroes_reused_memory(me):
+    n = 8192
+    a = ushmem.malloc(n)
+    ushmem.putmem(a, b"\xa5" * n, n, me)  # dirty the block
+    ushmem.barrier_all()
+    ushmem.free(a)
+    z = ushmem.calloc(n // 8, 8)
+    content = ushmem.buffer_of(z)  # raw allocations have no owning buffer
+    out = bytearray(n)
+    ushmem.getmem(out, z, n, me)
+    ushmem.free(z)
+    assert content is None
+    assert out == bytes(n)
+
+
+def _aligned_addresses(alignments):
+    addrs = [(a, ushmem.align(a, 100)) for a in alignments]
+    for _, p in addrs:  # free first (collective), check after
+        ushmem.free(p)
+    return addrs
+
+
+def test_align():
+    for alignment, p in _aligned_addresses((64, 128, 256, 1024, 4096)):
+        assert p % alignment == 0, (alignment, hex(p))
+    for bad in (0, 3, 100):
+        with pytest.raises(ValueError, match="power of two"):
+            ushmem.align(bad, 8)
+
+
+@pytest.mark.xfail(reason="libushmem: shmem_align aligns the offset in the arena, whose base "
+                          "is only page-aligned, so alignments above the page size are not "
+                          "honoured (reported to the lead)", strict=False)
+def test_align_above_page_size():
+    for alignment, p in _aligned_addresses((1 << 13, 1 << 16, 1 << 20)):
+        assert p % alignment == 0, (alignment, hex(p))
+
+
+def test_malloc_free_errors(me):
+    assert ushmem.malloc(0) is None  # like C: NULL, nothing to free
+    p = ushmem.malloc(64)
+    buf = ushmem.create_buffer(64)
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.free(p + 8)  # not the start of an allocation
+    assert ei.value.code == ushmem.ERR_NOTFOUND
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.free(buf.ptr)  # owned by a live SymmetricBuffer
+    assert ei.value.code == ushmem.ERR_INVALID
+    with pytest.raises(TypeError):
+        ushmem.free("0x1234")
+    with pytest.raises(ValueError):
+        ushmem.malloc(-1)
+    with pytest.raises(ValueError):
+        ushmem.calloc(2 ** 62, 2 ** 62)
+    ushmem.free(p)
+    ushmem.free(buf)  # a buffer can be passed to free() too
+    assert buf.freed
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.free(p)  # double free
+    assert ei.value.code == ushmem.ERR_NOTFOUND
+    ushmem.free(None)  # like free(NULL)
+
+
+def test_heap_exhaustion_raises_everywhere():
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.create_buffer(1 << 50)
+    assert ei.value.code == ushmem.ERR_NOMEM and "SHMEM_SYMMETRIC_SIZE" in ei.value.message
+    with pytest.raises(ushmem.Error):
+        ushmem.malloc(1 << 50)
+    b = ushmem.create_buffer(32)  # the heap still works afterwards, on every PE alike
+    b.free()
+
+
+def test_ptr_and_heap_bases(me, npes, sym_bytes):
+    buf = sym_bytes(128)
+    bases = ushmem.get_heap_bases(buf)
+    assert len(bases) == npes and bases[me] == buf.ptr
+    for pe in range(npes):
+        assert ushmem.ptr(buf, pe) == bases[pe]
+        assert ushmem.ptr(buf[16:], pe) == bases[pe] + 16
+        assert ushmem.addr_accessible(buf, pe)
+    assert not ushmem.addr_accessible(bytearray(8), me)
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.ptr(bytearray(8), me)
+    assert ei.value.code == ushmem.ERR_NOTSYM
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.ptr(buf, npes)
+    assert ei.value.code == ushmem.ERR_BADPE
+    with pytest.raises(ushmem.Error):
+        ushmem.get_heap_bases(np.zeros(4))
+
+
+def test_buffer_register():
+    a = bytearray(4096)
+    b = np.zeros(1024, np.uint8)
+    ushmem.buffer_register(a)
+    ushmem.buffer_register(b, 512)
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.buffer_register(memoryview(a)[100:200])  # overlaps a
+    assert ei.value.code == ushmem.ERR_OVERLAP
+    ushmem.buffer_unregister(a)
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.buffer_unregister(a)  # already gone
+    assert ei.value.code == ushmem.ERR_NOTFOUND
+    ushmem.buffer_register(a)
+    ushmem.buffer_unregister_all()
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.buffer_unregister(b)
+    assert ei.value.code == ushmem.ERR_NOTFOUND
+    with pytest.raises(ValueError):
+        ushmem.buffer_register(b, 2048)  # longer than the array
+    with pytest.raises(ValueError):
+        ushmem.buffer_register(12345)  # an int address needs a length
+    with pytest.raises(ValueError):
+        ushmem.buffer_register(bytearray(0))
+    # a registered local buffer is a valid RMA source
+    ushmem.buffer_register(a, 64)
+    buf = ushmem.create_buffer(64)
+    ushmem.putmem(buf, a, 64, ushmem.my_pe())
+    ushmem.buffer_unregister_all()
+    buf.free()
+
+
+def test_live_allocations_track_everything(me):
+    before = ushmem.live_allocations()
+    b = ushmem.create_buffer(48)
+    p = ushmem.calloc(3, 16)
+    now = {a: (n, k) for a, n, k in ushmem.live_allocations()}
+    assert now[b.ptr] == (48, "SymmetricBuffer") and now[p] == (48, "malloc")
+    b.free()
+    ushmem.free(p)
+    assert ushmem.live_allocations() == before

@@ -1,0 +1,246 @@
+"""ushmem: OpenSHMEM for Python, on host memory (and, with CUDA builds, device memory).
+
+The names mirror the C API without the ``shmem_`` prefix::
+
+    import ushmem
+    ushmem.init()                       # or init_with_torch() / init_with_mpi(comm)
+    me, n = ushmem.my_pe(), ushmem.n_pes()
+    buf = ushmem.create_buffer(64)      # collective; buf.free() is collective too
+    ushmem.putmem(buf, b"hello", 5, (me + 1) % n)
+    ushmem.barrier_all()
+    buf.free()
+    ushmem.finalize()
+
+Every failure raises: ``ushmem.Error`` (with ``.code``, one of the ``ERR_*``
+constants, and ``.message``), ``ValueError`` or ``TypeError``. Arguments are
+checked before the C library sees them, so a bad PE, a non-symmetric address
+or a size mismatch never aborts the interpreter.
+
+Garbage collection never frees symmetric memory (freeing is collective): it
+warns with ``LeakWarning`` and ``finalize()`` reports what was never freed.
+"""
+import os as _os
+import sys as _sys
+
+# The library would otherwise remap the executable's .data/.bss onto shared
+# memory at init: pointless for the interpreter, unsafe with torch's threads.
+_os.environ.setdefault("USHMEM_STATIC_DATA", "0")
+
+
+def _extension_dirs():
+    """Where _ushmem may live besides this directory: $USHMEM_PYTHON_EXT_DIR,
+    then the build tree of a source checkout (build/python/ushmem)."""
+    dirs = []
+    env = _os.environ.get("USHMEM_PYTHON_EXT_DIR")
+    if env:
+        dirs.append(_os.path.abspath(env))
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    dirs.append(_os.path.join(_os.path.dirname(_os.path.dirname(here)), "build", "python", "ushmem"))
+    return [d for d in dirs if _os.path.isdir(d)]
+
+
+for _i, _d in enumerate(_extension_dirs()):
+    if _d not in __path__:
+        # An explicit USHMEM_PYTHON_EXT_DIR wins over a copy in the package.
+        if _i == 0 and _os.environ.get("USHMEM_PYTHON_EXT_DIR"):
+            __path__.insert(0, _d)
+        else:
+            __path__.append(_d)
+
+try:
+    from . import _ushmem
+except ImportError as _e:  # pragma: no cover - message only
+    raise ImportError(
+        "ushmem: the C extension _ushmem is not built for this interpreter "
+        f"({_sys.executable}): run `make` in the source tree (it builds for /usr/bin/python3), "
+        "set USHMEM_PYTHON_EXT_DIR to the directory holding _ushmem*.so, or "
+        "`pip install --no-build-isolation ./python`"
+    ) from _e
+
+from ._ushmem import *  # noqa: F401,F403  (the C functions are the API)
+from ._ushmem import Error, LeakWarning, SymmetricBuffer, Team  # noqa: F401
+
+__version__ = "0.1.0"
+
+_c_init = _ushmem.init
+_c_init_attr = _ushmem.init_attr
+_c_finalize = _ushmem.finalize
+_init_method = None  # "raw", "attr", "torch", "mpi" while initialized
+
+
+def _error(code, message):
+    e = Error(message)
+    e.code = code
+    e.message = message
+    return e
+
+
+def _no_cuda(fn):
+    return _error(ERR_UNSUPPORTED,  # noqa: F405
+                  f"{fn}: CUDA tensors need CUDA support, which is not built into this ushmem "
+                  "(host memory only)")
+
+
+class TeamConfig:
+    """Configuration for team splits (``num_contexts``; pass config_mask=TEAM_NUM_CONTEXTS)."""
+
+    def __init__(self, num_contexts=0):
+        self.num_contexts = num_contexts
+
+    def __repr__(self):
+        return f"TeamConfig(num_contexts={self.num_contexts})"
+
+
+def init_method():
+    """How ushmem was initialized: "raw", "attr", "torch", "mpi", or None."""
+    return _init_method if _ushmem.is_initialized() else None
+
+
+def init(thread_level=None):
+    """Initialize from the launcher's environment (ushrun, torchrun, or alone: 1 PE).
+
+    Under mpirun use init_with_mpi(). Returns the thread level provided."""
+    global _init_method
+    provided = _c_init(thread_level=thread_level)
+    _init_method = "raw"
+    return provided
+
+
+def init_attr(rank, nranks, uid, device=None, thread_level=None):
+    """Initialize with a unique id from get_uniqueid() on rank 0, shipped to all ranks."""
+    global _init_method
+    _c_init_attr(rank, nranks, uid, device=device, thread_level=thread_level)
+    _init_method = "attr"
+
+
+def finalize():
+    """Collective: destroys the teams the package created, reports leaked symmetric memory
+    (LeakWarning), and finalizes the library. Raises if it is not initialized."""
+    global _init_method
+    _c_finalize()
+    _init_method = None
+
+
+def local_rank():
+    """This process's rank on its host as the launcher says (LOCAL_RANK, USHMEM_LOCAL_RANK,
+    OMPI_COMM_WORLD_LOCAL_RANK), or None."""
+    for var in ("LOCAL_RANK", "USHMEM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                "MPI_LOCALRANKID", "SLURM_LOCALID"):
+        v = _os.environ.get(var)
+        if v is not None and v.strip().isdigit():
+            return int(v)
+    return None
+
+
+def pin_device_from_local_rank():
+    """Select the CUDA device LOCAL_RANK (modulo the device count) in torch, if torch has CUDA.
+    Returns the device index, or None on CPU-only systems."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    lr = local_rank() or 0
+    dev = lr % torch.cuda.device_count()
+    torch.cuda.set_device(dev)
+    return dev
+
+
+def _uid_failed(rank):
+    return _error(ERR_BOOTSTRAP,  # noqa: F405
+                  f"rank 0 could not create a unique id (see its error); rank {rank} gives up")
+
+
+def init_with_torch(group=None, thread_level=None):
+    """Initialize over a torch.distributed process group (gloo or nccl): rank 0 of the
+    group makes a unique id, the group broadcasts it, every rank calls init_attr."""
+    global _init_method
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        raise _error(ERR_STATE, f"init_with_torch: torch is not available ({e})")  # noqa: F405
+    if not dist.is_available() or not dist.is_initialized():
+        raise _error(ERR_STATE,  # noqa: F405
+                     "init_with_torch: torch.distributed is not initialized "
+                     "(call torch.distributed.init_process_group first)")
+    if _ushmem.is_initialized():
+        raise _error(ERR_STATE, "init_with_torch: ushmem is already initialized")  # noqa: F405
+    rank = dist.get_rank(group)
+    nranks = dist.get_world_size(group)
+    if rank < 0:
+        raise _error(ERR_INVALID, "init_with_torch: this process is not in the group")  # noqa: F405
+    backend = dist.get_backend(group)
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    uid, failure = bytes(UNIQUEID_BYTES), None  # noqa: F405
+    if rank == 0:
+        try:
+            uid = get_uniqueid()  # noqa: F405
+        except Error as e:
+            failure = e
+    t = torch.tensor(list(uid), dtype=torch.uint8, device=device)
+    if group is None:
+        src = 0
+    else:
+        get_global = getattr(dist, "get_global_rank", None) or \
+            dist.distributed_c10d._get_global_rank
+        src = get_global(group, 0)
+    dist.broadcast(t, src=src, group=group)
+    if failure is not None:
+        raise failure
+    uid = bytes(t.cpu().tolist())
+    if not any(uid):
+        raise _uid_failed(rank)
+    _c_init_attr(rank, nranks, uid, device=None, thread_level=thread_level)
+    _init_method = "torch"
+
+
+def finalize_with_torch():
+    """finalize() for init_with_torch(); the process group stays (it is the caller's)."""
+    finalize()
+
+
+def init_with_mpi(comm=None, thread_level=None):
+    """Initialize over an mpi4py communicator (default COMM_WORLD): rank 0 makes a unique
+    id, comm.bcast ships it, every rank calls init_attr."""
+    global _init_method
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise _error(ERR_STATE, f"init_with_mpi: mpi4py is not available ({e})")  # noqa: F405
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    if _ushmem.is_initialized():
+        raise _error(ERR_STATE, "init_with_mpi: ushmem is already initialized")  # noqa: F405
+    rank, nranks = comm.Get_rank(), comm.Get_size()
+    uid, failure = None, None
+    if rank == 0:
+        try:
+            uid = get_uniqueid()  # noqa: F405
+        except Error as e:
+            failure = e
+    uid = comm.bcast(uid, root=0)
+    if failure is not None:
+        raise failure
+    if uid is None:
+        raise _uid_failed(rank)
+    _c_init_attr(rank, nranks, uid, device=None, thread_level=thread_level)
+    _init_method = "mpi"
+
+
+def finalize_with_mpi():
+    """finalize() for init_with_mpi(); MPI itself stays initialized (it is the caller's)."""
+    finalize()
+
+
+def buffer_of(addr):
+    """The owning SymmetricBuffer that starts at addr (int), or None."""
+    return _ushmem._owner_of(addr)
+
+
+def live_allocations():
+    """[(address, nbytes, kind)] of the symmetric allocations not yet freed on this PE."""
+    return _ushmem._allocations()

@@ -1,0 +1,2950 @@
+/* ushmem._ushmem: the CPython binding of libushmem.
+ *
+ * Hot paths (my_pe, putmem, getmem, atomics) are METH_NOARGS / METH_FASTCALL
+ * functions that resolve their memory arguments without allocating: a
+ * SymmetricBuffer (fast path), an int address, the buffer protocol, a torch
+ * tensor, or the __cuda_array_interface__ / __array_interface__ protocols.
+ *
+ * The OpenSHMEM routines that return void abort the whole job on a bad
+ * argument (that is the C contract), so everything is checked here first:
+ * initialized state, PE range and reachability, that the remote range lies in
+ * a live symmetric allocation, local sizes, alignment, operators, teams. A
+ * problem becomes ushmem.Error (with .code) or ValueError / TypeError; nothing
+ * a Python caller passes can abort the interpreter (raw int addresses of
+ * *local* memory are the caller's responsibility, as in C).
+ *
+ * Symmetric allocations made through this module are kept in a sorted table
+ * (address, size, owner): it is what makes remote-range checks exact (the
+ * internal region at the start of the heap, freed blocks and ranges that run
+ * past an allocation are all refused), and what finalize() reports as leaks.
+ *
+ * Device (CUDA) memory is recognized (torch CUDA tensors,
+ * __cuda_array_interface__, device= arguments, non-null streams) and refused
+ * with ERR_UNSUPPORTED until the library grows its CUDA transport. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shmem.h>
+#include <shmemx.h>
+
+#define FN(f) ((PyCFunction)(void (*)(void))(f))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GIL_RELEASE_BYTES ((size_t)64 << 10) /* copies this large drop the GIL */
+
+#if PY_VERSION_HEX < 0x030D0000
+#define Py_IsFinalizing _Py_IsFinalizing
+#endif
+
+/* getattr that treats a missing attribute as "not there" (1 found, 0 not, -1 error). */
+static int lookup_attr(PyObject *o, const char *name, PyObject **out)
+{
+    *out = PyObject_GetAttrString(o, name);
+    if (*out)
+        return 1;
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Codes carried by ushmem.Error. The first ones are the library's SHMEMX_ERR_*
+ * statuses; the rest name what the binding checks before calling C. */
+#define ERR_TABLE(X)                                                          \
+    X(SUCCESS, 0, "success")                                                  \
+    X(ERR_INVALID, -1, "invalid argument")                                    \
+    X(ERR_OVERLAP, -2, "range overlaps an existing registration")            \
+    X(ERR_NOTFOUND, -3, "not found")                                          \
+    X(ERR_NOMEM, -4, "out of symmetric memory")                               \
+    X(ERR_BOOTSTRAP, -5, "bootstrap failed")                                  \
+    X(ERR_STATE, -6, "library not in the right state for this call")         \
+    X(ERR_BADPE, -7, "PE out of range")                                       \
+    X(ERR_NOTSYM, -8, "not symmetric memory")                                 \
+    X(ERR_UNREACHABLE, -9, "peer not reachable from this process")           \
+    X(ERR_UNSUPPORTED, -10, "not supported by this build")                    \
+    X(ERR_FREED, -11, "symmetric memory already freed")
+
+enum {
+#define ERR_ENUM(name, val, msg) name = (val),
+    ERR_TABLE(ERR_ENUM)
+#undef ERR_ENUM
+};
+_Static_assert(ERR_INVALID == SHMEMX_ERR_INVALID && ERR_OVERLAP == SHMEMX_ERR_OVERLAP &&
+                   ERR_NOTFOUND == SHMEMX_ERR_NOTFOUND && ERR_NOMEM == SHMEMX_ERR_NOMEM &&
+                   ERR_BOOTSTRAP == SHMEMX_ERR_BOOTSTRAP && ERR_STATE == SHMEMX_ERR_STATE,
+               "ushmem.Error codes mirror SHMEMX_ERR_*");
+
+static PyObject *Error;       /* ushmem.Error(RuntimeError): .code, .message */
+static PyObject *LeakWarning; /* ushmem.LeakWarning(UserWarning) */
+
+static const char *err_name(int code)
+{
+    switch (code) {
+#define ERR_CASE(name, val, msg) \
+    case (val): return #name;
+        ERR_TABLE(ERR_CASE)
+#undef ERR_CASE
+    }
+    return "ERR_UNKNOWN";
+}
+
+/* Raise ushmem.Error(message) with .code set; returns -1 for `return err(...)`. */
+static int err(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (!msg)
+        return -1;
+    PyObject *exc = PyObject_CallOneArg(Error, msg);
+    if (exc) {
+        PyObject *c = PyLong_FromLong(code);
+        if (!c || PyObject_SetAttrString(exc, "code", c) < 0 ||
+            PyObject_SetAttrString(exc, "message", msg) < 0) {
+            Py_XDECREF(c);
+            Py_DECREF(exc);
+            Py_DECREF(msg);
+            return -1;
+        }
+        Py_DECREF(c);
+        PyErr_SetObject(Error, exc);
+        Py_DECREF(exc);
+    }
+    Py_DECREF(msg);
+    return -1;
+}
+
+static int err_not_init(const char *fn)
+{
+    return err(ERR_STATE, "%s: ushmem is not initialized (call ushmem.init(), init_with_torch(), "
+                          "init_with_mpi() or init_attr() first)",
+               fn);
+}
+
+static int err_no_cuda(const char *fn, const char *what)
+{
+    return err(ERR_UNSUPPORTED, "%s: %s needs CUDA support, which is not built into this ushmem "
+                                "(host memory only)",
+               fn, what);
+}
+
+/* A C status (0 or negative) to an exception. */
+static int check_status(int rc, const char *fn)
+{
+    if (rc == 0)
+        return 0;
+    return err(rc, "%s failed with status %d (%s); the library's message, if any, is on stderr",
+               fn, rc, rc >= -11 ? err_name(rc) : "library error");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Library state seen from Python                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Bumped at every finalize: buffers and teams of an older generation are
+ * dead even if the library is initialized again. */
+static unsigned long g_gen = 1;
+static int g_me = -1, g_npes = -1; /* cached while initialized */
+
+static inline int initialized(void)
+{
+    return g_npes > 0;
+}
+
+static int require_init(const char *fn)
+{
+    if (LIKELY(initialized()))
+        return 0;
+    return err_not_init(fn);
+}
+
+static void refresh_init_cache(void)
+{
+    if (shmem_query_initialized()) {
+        g_me = shmem_my_pe();
+        g_npes = shmem_n_pes();
+    } else {
+        g_me = g_npes = -1;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Argument conversion                                                        */
+/* ------------------------------------------------------------------------ */
+
+static int as_longlong(PyObject *o, long long *out, const char *fn, const char *what)
+{
+    long long v;
+    if (PyLong_CheckExact(o)) {
+        v = PyLong_AsLongLong(o);
+    } else {
+        PyObject *i = PyNumber_Index(o);
+        if (!i) {
+            PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, not %.100s", fn, what,
+                         Py_TYPE(o)->tp_name);
+            return -1;
+        }
+        v = PyLong_AsLongLong(i);
+        Py_DECREF(i);
+    }
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "%s: %s is out of range", fn, what);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int as_int(PyObject *o, int *out, const char *fn, const char *what)
+{
+    long long v;
+    if (as_longlong(o, &v, fn, what))
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: %s %lld is out of range", fn, what, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int as_size(PyObject *o, size_t *out, const char *fn, const char *what)
+{
+    long long v;
+    if (as_longlong(o, &v, fn, what))
+        return -1;
+    if (v < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be >= 0, got %lld", fn, what, v);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+static int as_u64(PyObject *o, uint64_t *out, const char *fn, const char *what)
+{
+    if (!PyLong_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (!i) {
+            PyErr_Format(PyExc_TypeError, "%s: %s must be an integer, not %.100s", fn, what,
+                         Py_TYPE(o)->tp_name);
+            return -1;
+        }
+        int rc = as_u64(i, out, fn, what);
+        Py_DECREF(i);
+        return rc;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be in 0..2**64-1", fn, what);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A PE number valid for this job and reachable from this process. */
+static int check_pe(PyObject *o, int *pe, const char *fn)
+{
+    long long v;
+    if (as_longlong(o, &v, fn, "pe"))
+        return -1;
+    if (!initialized())
+        return err_not_init(fn);
+    if (v < 0 || v >= g_npes)
+        return err(ERR_BADPE, "%s: PE %lld is out of range (n_pes is %d)", fn, v, g_npes);
+    *pe = (int)v;
+    return 0;
+}
+
+static int check_nargs(Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi, const char *sig)
+{
+    if (nargs >= lo && nargs <= hi)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: takes %zd%s%s arguments (%zd given)", sig, lo,
+                 hi > lo ? " to " : "", hi > lo ? "more" : "", nargs);
+    return -1;
+}
+
+/* stream argument of the _on_stream forms: None (or 0) means "now, in
+ * program order" on host memory; a real stream needs CUDA. */
+static int check_stream(PyObject *stream, const char *fn)
+{
+    if (stream == NULL || stream == Py_None)
+        return 0;
+    if (PyLong_Check(stream)) {
+        long long v = PyLong_AsLongLong(stream);
+        if (v == 0 && !PyErr_Occurred())
+            return 0;
+        PyErr_Clear();
+    }
+    return err_no_cuda(fn, "a stream argument");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allocation table: every live symmetric allocation made through ushmem     */
+/* ------------------------------------------------------------------------ */
+
+enum { ALLOC_BUFFER = 0, ALLOC_RAW = 1, ALLOC_COLLECTED = 2 };
+static const char *const alloc_kind_name[] = {"SymmetricBuffer", "malloc",
+                                              "SymmetricBuffer (garbage-collected)"};
+
+typedef struct {
+    uintptr_t addr;
+    size_t size;
+    int kind;
+    PyObject *owner; /* weak reference to the owning SymmetricBuffer, or NULL */
+} alloc_t;
+
+static alloc_t *g_allocs;
+static size_t g_nallocs, g_cap_allocs;
+
+/* Index of the allocation containing [a, a+n) (n may be 0), or -1. */
+static Py_ssize_t alloc_find(uintptr_t a, size_t n)
+{
+    size_t lo = 0, hi = g_nallocs;
+    while (lo < hi) { /* first allocation starting after a */
+        size_t mid = (lo + hi) / 2;
+        if (g_allocs[mid].addr <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const alloc_t *e = &g_allocs[lo - 1];
+    size_t off = a - e->addr;
+    if (off < e->size && n <= e->size - off)
+        return (Py_ssize_t)(lo - 1);
+    if (off == e->size && n == 0 && e->size == 0)
+        return (Py_ssize_t)(lo - 1);
+    return -1;
+}
+
+/* Index of the allocation that starts at a, or -1. */
+static Py_ssize_t alloc_exact(uintptr_t a)
+{
+    Py_ssize_t i = alloc_find(a, 0);
+    return i >= 0 && g_allocs[i].addr == a ? i : -1;
+}
+
+/* Allocation overlapping a, if any (for messages). */
+static Py_ssize_t alloc_near(uintptr_t a)
+{
+    return alloc_find(a, 1);
+}
+
+static int alloc_add(void *p, size_t size, int kind, PyObject *owner)
+{
+    if (g_nallocs == g_cap_allocs) {
+        size_t cap = g_cap_allocs ? 2 * g_cap_allocs : 64;
+        alloc_t *n = PyMem_Realloc(g_allocs, cap * sizeof *n);
+        if (!n) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g_allocs = n;
+        g_cap_allocs = cap;
+    }
+    PyObject *ref = NULL;
+    if (owner && !(ref = PyWeakref_NewRef(owner, NULL)))
+        return -1;
+    uintptr_t a = (uintptr_t)p;
+    size_t i = g_nallocs;
+    while (i > 0 && g_allocs[i - 1].addr > a) {
+        g_allocs[i] = g_allocs[i - 1];
+        i--;
+    }
+    g_allocs[i] = (alloc_t){a, size, kind, ref};
+    g_nallocs++;
+    return 0;
+}
+
+static void alloc_remove(Py_ssize_t i)
+{
+    Py_XDECREF(g_allocs[i].owner);
+    memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+    g_nallocs--;
+}
+
+static void alloc_clear(void)
+{
+    for (size_t i = 0; i < g_nallocs; i++)
+        Py_XDECREF(g_allocs[i].owner);
+    g_nallocs = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SymmetricBuffer                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct SymBuf {
+    PyObject_HEAD
+    char *ptr;             /* the memory this object exposes, as mapped in this process */
+    char *sym;             /* the symmetric address (this PE's copy) it names */
+    size_t nbytes;
+    struct SymBuf *owner;  /* views: the owning buffer (strong reference), or NULL */
+    int owning;            /* made by create_buffer(): free() frees it */
+    int pe;                /* whose copy ptr points into */
+    int device;            /* -1: host memory, else CUDA ordinal */
+    int freed;             /* owning: free() was called */
+    unsigned long gen;     /* library generation it belongs to */
+    Py_ssize_t exports;    /* live buffer-protocol / DLPack exports */
+    PyObject *weakrefs;
+} SymBuf;
+
+static PyTypeObject SymBufType;
+
+static inline const SymBuf *symbuf_root(const SymBuf *b)
+{
+    return b->owner ? b->owner : b;
+}
+
+static inline int symbuf_alive(const SymBuf *b)
+{
+    const SymBuf *r = symbuf_root(b);
+    return !r->freed && r->gen == g_gen && initialized();
+}
+
+static int symbuf_check_alive(const SymBuf *b, const char *fn)
+{
+    if (LIKELY(symbuf_alive(b)))
+        return 0;
+    const SymBuf *r = symbuf_root(b);
+    if (r->freed)
+        return err(ERR_FREED, "%s: the SymmetricBuffer was freed", fn);
+    if (!initialized())
+        return err_not_init(fn);
+    return err(ERR_FREED, "%s: the SymmetricBuffer belongs to a finalized ushmem instance", fn);
+}
+
+static SymBuf *symbuf_new(char *ptr, char *sym, size_t nbytes, SymBuf *owner, int owning, int pe,
+                          int device)
+{
+    SymBuf *b = PyObject_New(SymBuf, &SymBufType);
+    if (!b)
+        return NULL;
+    b->ptr = ptr;
+    b->sym = sym;
+    b->nbytes = nbytes;
+    b->owner = owner ? (SymBuf *)symbuf_root(owner) : NULL;
+    Py_XINCREF(b->owner);
+    b->owning = owning;
+    b->pe = pe;
+    b->device = device;
+    b->freed = 0;
+    b->gen = g_gen;
+    b->exports = 0;
+    b->weakrefs = NULL;
+    return b;
+}
+
+/* device= argument: None / "cpu" -> -1; anything naming CUDA -> error. */
+static int parse_device(PyObject *dev, int *out, const char *fn)
+{
+    if (dev == NULL || dev == Py_None) {
+        *out = -1;
+        return 0;
+    }
+    PyObject *s = PyObject_Str(dev); /* works for str, torch.device, ints */
+    if (!s)
+        return -1;
+    const char *txt = PyUnicode_AsUTF8(s);
+    int is_cpu = txt && (!strcmp(txt, "cpu") || !strcmp(txt, "host"));
+    int is_cuda = txt && (!strncmp(txt, "cuda", 4) || PyLong_Check(dev));
+    Py_DECREF(s);
+    if (!txt)
+        return -1;
+    if (is_cpu) {
+        *out = -1;
+        return 0;
+    }
+    if (is_cuda)
+        return err_no_cuda(fn, "device memory");
+    PyErr_Format(PyExc_ValueError, "%s: unknown device %R (use None, 'cpu' or 'cuda[:N]')", fn,
+                 dev);
+    return -1;
+}
+
+static PyObject *symbuf_alloc(size_t nbytes, int zero, const char *fn)
+{
+    if (require_init(fn))
+        return NULL;
+    if (nbytes == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: nbytes must be > 0", fn);
+        return NULL;
+    }
+    /* Host memory explicitly: with a CUDA device bound, plain shmem_malloc
+     * defaults to the device heap. */
+    void *p;
+    Py_BEGIN_ALLOW_THREADS
+    p = shmem_malloc_with_hints(nbytes, SHMEMX_MALLOC_HOST);
+    if (p && zero) {
+        memset(p, 0, nbytes);
+        shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
+    }
+    Py_END_ALLOW_THREADS
+    if (!p) {
+        err(ERR_NOMEM, "%s: cannot allocate %zu symmetric bytes: the symmetric heap is exhausted "
+                       "(raise SHMEM_SYMMETRIC_SIZE, or free buffers)",
+            fn, nbytes);
+        return NULL;
+    }
+    SymBuf *b = symbuf_new(p, p, nbytes, NULL, 1, g_me, -1);
+    if (!b || alloc_add(p, nbytes, ALLOC_BUFFER, (PyObject *)b) < 0) {
+        /* Keep the collective contract: the memory stays allocated and is
+         * reported at finalize rather than freed on this PE only. */
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return (PyObject *)b;
+}
+
+static PyObject *SymBuf_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)type;
+    static char *kwlist[] = {"nbytes", "device", "zero", NULL};
+    PyObject *nobj, *dev = Py_None;
+    int zero = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Op:SymmetricBuffer", kwlist, &nobj, &dev,
+                                     &zero))
+        return NULL;
+    size_t n;
+    int device;
+    if (as_size(nobj, &n, "SymmetricBuffer", "nbytes") ||
+        parse_device(dev, &device, "SymmetricBuffer"))
+        return NULL;
+    return symbuf_alloc(n, zero, "SymmetricBuffer");
+}
+
+static void SymBuf_finalize(PyObject *self)
+{
+    SymBuf *b = (SymBuf *)self;
+    if (!b->owning || b->freed || b->gen != g_gen || !initialized())
+        return;
+    /* Freeing is collective: doing it from the garbage collector (at a
+     * different moment on each PE) would deadlock or corrupt the heap. Warn,
+     * keep the memory, and let finalize() report it. */
+    Py_ssize_t i = alloc_exact((uintptr_t)b->sym);
+    if (i >= 0) {
+        g_allocs[i].kind = ALLOC_COLLECTED;
+        Py_CLEAR(g_allocs[i].owner);
+    }
+    if (Py_IsFinalizing())
+        return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyErr_WarnFormat(LeakWarning, 1,
+                         "SymmetricBuffer of %zu bytes at %p was garbage-collected without "
+                         "free(); freeing is collective, so it stays allocated until finalize() "
+                         "(call buf.free() on every PE, or ushmem.free(%p))",
+                         b->nbytes, (void *)b->sym, (void *)b->sym) < 0)
+        PyErr_WriteUnraisable(self);
+    PyErr_Restore(et, ev, tb);
+}
+
+static void SymBuf_dealloc(PyObject *self)
+{
+    SymBuf *b = (SymBuf *)self;
+    if (PyObject_CallFinalizerFromDealloc(self) < 0)
+        return; /* resurrected */
+    if (b->weakrefs)
+        PyObject_ClearWeakRefs(self);
+    Py_CLEAR(b->owner);
+    PyObject_Free(self);
+}
+
+static PyObject *SymBuf_free(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    SymBuf *b = (SymBuf *)self;
+    if (!b->owning) {
+        err(ERR_INVALID, "SymmetricBuffer.free: this is a view (slice or peer buffer); it does "
+                         "not own memory: free the buffer create_buffer() returned");
+        return NULL;
+    }
+    if (b->freed || b->gen != g_gen)
+        Py_RETURN_NONE; /* idempotent on every PE alike: no collective */
+    if (require_init("SymmetricBuffer.free"))
+        return NULL;
+    b->freed = 1;
+    Py_ssize_t i = alloc_exact((uintptr_t)b->sym);
+    if (i >= 0)
+        alloc_remove(i);
+    void *p = b->sym;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_free(p);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *SymBuf_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *SymBuf_exit(PyObject *self, PyObject *args)
+{
+    (void)args;
+    SymBuf *b = (SymBuf *)self;
+    if (!b->owning)
+        Py_RETURN_NONE;
+    PyObject *r = SymBuf_free(self, NULL);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static int SymBuf_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    SymBuf *b = (SymBuf *)self;
+    if (!symbuf_alive(b)) {
+        PyErr_SetString(PyExc_BufferError, symbuf_root(b)->freed
+                                               ? "SymmetricBuffer was freed"
+                                               : "SymmetricBuffer belongs to a finalized ushmem");
+        view->obj = NULL;
+        return -1;
+    }
+    if (b->device >= 0) {
+        PyErr_SetString(PyExc_BufferError,
+                        "device memory has no buffer protocol; use __cuda_array_interface__");
+        view->obj = NULL;
+        return -1;
+    }
+    if (PyBuffer_FillInfo(view, self, b->ptr, (Py_ssize_t)b->nbytes, 0, flags) < 0)
+        return -1;
+    b->exports++;
+    return 0;
+}
+
+static void SymBuf_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    (void)view;
+    ((SymBuf *)self)->exports--;
+}
+
+static Py_ssize_t SymBuf_length(PyObject *self)
+{
+    return (Py_ssize_t)((SymBuf *)self)->nbytes;
+}
+
+static PyObject *SymBuf_subscript(PyObject *self, PyObject *key)
+{
+    SymBuf *b = (SymBuf *)self;
+    if (symbuf_check_alive(b, "SymmetricBuffer[]"))
+        return NULL;
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0)
+            return NULL;
+        Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)b->nbytes, &start, &stop, step);
+        if (step != 1) {
+            PyErr_SetString(PyExc_ValueError,
+                            "SymmetricBuffer slices must be contiguous (step 1)");
+            return NULL;
+        }
+        return (PyObject *)symbuf_new(b->ptr + start, b->sym + start, (size_t)len,
+                                      b->owner || b->owning ? b : NULL, 0, b->pe, b->device);
+    }
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0)
+        i += (Py_ssize_t)b->nbytes;
+    if (i < 0 || (size_t)i >= b->nbytes) {
+        PyErr_SetString(PyExc_IndexError, "SymmetricBuffer index out of range");
+        return NULL;
+    }
+    if (b->device >= 0) {
+        err_no_cuda("SymmetricBuffer[]", "device memory");
+        return NULL;
+    }
+    return PyLong_FromLong(((unsigned char *)b->ptr)[i]);
+}
+
+static PyObject *SymBuf_repr(PyObject *self)
+{
+    SymBuf *b = (SymBuf *)self;
+    const char *state = !symbuf_alive(b) ? ", freed" : "";
+    return PyUnicode_FromFormat("<ushmem.SymmetricBuffer %zu bytes at %p, PE %d's copy, %s%s%s>",
+                                b->nbytes, (void *)b->ptr, b->pe,
+                                b->device >= 0 ? "cuda" : "cpu",
+                                b->owning ? ", owning" : ", view", state);
+}
+
+static PyObject *SymBuf_get_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(((SymBuf *)self)->ptr);
+}
+static PyObject *SymBuf_get_sym(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(((SymBuf *)self)->sym);
+}
+static PyObject *SymBuf_get_nbytes(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(((SymBuf *)self)->nbytes);
+}
+static PyObject *SymBuf_get_pe(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((SymBuf *)self)->pe);
+}
+static PyObject *SymBuf_get_owning(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(((SymBuf *)self)->owning);
+}
+static PyObject *SymBuf_get_freed(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(!symbuf_alive((SymBuf *)self));
+}
+static PyObject *SymBuf_get_device(PyObject *self, void *c)
+{
+    (void)c;
+    SymBuf *b = (SymBuf *)self;
+    if (b->device < 0)
+        return PyUnicode_FromString("cpu");
+    return PyUnicode_FromFormat("cuda:%d", b->device);
+}
+static PyObject *SymBuf_get_base(PyObject *self, void *c)
+{
+    (void)c;
+    SymBuf *b = (SymBuf *)self;
+    PyObject *r = b->owner ? (PyObject *)b->owner : Py_None;
+    Py_INCREF(r);
+    return r;
+}
+
+static PyObject *SymBuf_array_interface(PyObject *self, void *c)
+{
+    (void)c;
+    SymBuf *b = (SymBuf *)self;
+    if (b->device >= 0) {
+        PyErr_SetString(PyExc_AttributeError,
+                        "device memory has no __array_interface__; use __cuda_array_interface__");
+        return NULL;
+    }
+    if (symbuf_check_alive(b, "__array_interface__"))
+        return NULL;
+    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:i}", "shape", (Py_ssize_t)b->nbytes, "typestr",
+                         "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False, "version", 3);
+}
+
+static PyObject *SymBuf_cuda_array_interface(PyObject *self, void *c)
+{
+    (void)c;
+    SymBuf *b = (SymBuf *)self;
+    if (b->device < 0) {
+        PyErr_SetString(PyExc_AttributeError,
+                        "host memory has no __cuda_array_interface__; use __array_interface__ "
+                        "or the buffer protocol");
+        return NULL;
+    }
+    if (symbuf_check_alive(b, "__cuda_array_interface__"))
+        return NULL;
+    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:i}", "shape", (Py_ssize_t)b->nbytes,
+                         "typestr", "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False,
+                         "strides", Py_None, "version", 3);
+}
+
+/* ---- DLPack (ABI of dlpack.h v0.x, as torch 1.13 and numpy 1.22+ consume) ---- */
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} DLDevice;
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+enum { kDLCPU = 1, kDLCUDA = 2, kDLUInt = 1 };
+
+typedef struct {
+    DLManagedTensor m;
+    int64_t shape[1];
+} dl_holder_t;
+
+static void dl_deleter(DLManagedTensor *m)
+{
+    PyGILState_STATE st = PyGILState_Ensure();
+    SymBuf *b = m->manager_ctx;
+    b->exports--;
+    Py_DECREF(b);
+    PyMem_RawFree(m);
+    PyGILState_Release(st);
+}
+
+static void dl_capsule_destructor(PyObject *cap)
+{
+    if (!PyCapsule_IsValid(cap, "dltensor"))
+        return; /* consumed: the consumer calls the deleter */
+    DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (m)
+        m->deleter(m);
+}
+
+static PyObject *SymBuf_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"stream", NULL};
+    PyObject *stream = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O:__dlpack__", kwlist, &stream))
+        return NULL;
+    SymBuf *b = (SymBuf *)self;
+    if (symbuf_check_alive(b, "__dlpack__"))
+        return NULL;
+    if (b->device < 0 && stream != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "__dlpack__: stream must be None for host memory");
+        return NULL;
+    }
+    dl_holder_t *h = PyMem_RawCalloc(1, sizeof *h);
+    if (!h)
+        return PyErr_NoMemory();
+    h->shape[0] = (int64_t)b->nbytes;
+    h->m.dl_tensor.data = b->ptr;
+    h->m.dl_tensor.device.device_type = b->device >= 0 ? kDLCUDA : kDLCPU;
+    h->m.dl_tensor.device.device_id = b->device >= 0 ? b->device : 0;
+    h->m.dl_tensor.ndim = 1;
+    h->m.dl_tensor.dtype = (DLDataType){kDLUInt, 8, 1};
+    h->m.dl_tensor.shape = h->shape;
+    h->m.dl_tensor.strides = NULL;
+    h->m.manager_ctx = b;
+    h->m.deleter = dl_deleter;
+    PyObject *cap = PyCapsule_New(&h->m, "dltensor", dl_capsule_destructor);
+    if (!cap) {
+        PyMem_RawFree(h);
+        return NULL;
+    }
+    Py_INCREF(b);
+    b->exports++;
+    return cap;
+}
+
+static PyObject *SymBuf_dlpack_device(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    SymBuf *b = (SymBuf *)self;
+    return Py_BuildValue("(ii)", b->device >= 0 ? kDLCUDA : kDLCPU,
+                         b->device >= 0 ? b->device : 0);
+}
+
+static PyMethodDef SymBuf_methods[] = {
+    {"free", SymBuf_free, METH_NOARGS,
+     "free(): collective and idempotent; frees the symmetric memory on every PE."},
+    {"__enter__", SymBuf_enter, METH_NOARGS, NULL},
+    {"__exit__", SymBuf_exit, METH_VARARGS, "Frees the buffer (collective)."},
+    {"__dlpack__", FN(SymBuf_dlpack), METH_VARARGS | METH_KEYWORDS,
+     "DLPack capsule of the bytes (uint8, 1-D)."},
+    {"__dlpack_device__", SymBuf_dlpack_device, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef SymBuf_getset[] = {
+    {"ptr", SymBuf_get_ptr, NULL, "Address of the memory in this process (int).", NULL},
+    {"sym_ptr", SymBuf_get_sym, NULL, "The symmetric address (this PE's copy) it names.", NULL},
+    {"nbytes", SymBuf_get_nbytes, NULL, "Size in bytes.", NULL},
+    {"pe", SymBuf_get_pe, NULL, "Whose copy this object exposes.", NULL},
+    {"owning", SymBuf_get_owning, NULL, "True for the buffer create_buffer() returned.", NULL},
+    {"freed", SymBuf_get_freed, NULL, "True once freed (or after finalize).", NULL},
+    {"device", SymBuf_get_device, NULL, "'cpu' or 'cuda:N'.", NULL},
+    {"base", SymBuf_get_base, NULL, "The owning buffer of a view, else None.", NULL},
+    {"__array_interface__", SymBuf_array_interface, NULL, NULL, NULL},
+    {"__cuda_array_interface__", SymBuf_cuda_array_interface, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyBufferProcs SymBuf_as_buffer = {SymBuf_getbuffer, SymBuf_releasebuffer};
+static PyMappingMethods SymBuf_as_mapping = {SymBuf_length, SymBuf_subscript, NULL};
+
+static PyTypeObject SymBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ushmem.SymmetricBuffer",
+    .tp_basicsize = sizeof(SymBuf),
+    .tp_dealloc = SymBuf_dealloc,
+    .tp_finalize = SymBuf_finalize,
+    .tp_repr = SymBuf_repr,
+    .tp_as_mapping = &SymBuf_as_mapping,
+    .tp_as_buffer = &SymBuf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SymmetricBuffer(nbytes, device=None, zero=False): a collective allocation on the "
+              "symmetric heap.\n\nfree() is explicit, collective and idempotent; garbage "
+              "collection never frees (it warns, and finalize() reports the leak). Slicing "
+              "yields non-owning views. Exposes the buffer protocol, __array_interface__ "
+              "(host) / __cuda_array_interface__ (device) and __dlpack__.",
+    .tp_weaklistoffset = offsetof(SymBuf, weakrefs),
+    .tp_methods = SymBuf_methods,
+    .tp_getset = SymBuf_getset,
+    .tp_new = SymBuf_new,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Resolving memory arguments                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    char *ptr;      /* local memory (what this process reads / writes) */
+    char *sym;      /* symmetric address named (== ptr unless a peer view) */
+    size_t len;     /* bytes available at ptr; SIZE_MAX when unknown (int address) */
+    int device;     /* -1 host */
+    SymBuf *buf;    /* when the argument is a SymmetricBuffer */
+    int has_view;
+    Py_buffer view;
+} span_t;
+
+static inline void span_release(span_t *s)
+{
+    if (s->has_view) {
+        PyBuffer_Release(&s->view);
+        s->has_view = 0;
+    }
+}
+
+/* Interface dict (__array_interface__ / __cuda_array_interface__) to a span. */
+static int span_from_iface(PyObject *d, span_t *s, int device, const char *fn, const char *what)
+{
+    if (!PyDict_Check(d)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s: array interface is not a dict", fn, what);
+        return -1;
+    }
+    PyObject *data = PyDict_GetItemString(d, "data");
+    PyObject *shape = PyDict_GetItemString(d, "shape");
+    PyObject *typestr = PyDict_GetItemString(d, "typestr");
+    PyObject *strides = PyDict_GetItemString(d, "strides");
+    if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1 || !shape ||
+        !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s: malformed array interface", fn, what);
+        return -1;
+    }
+    if (strides && strides != Py_None) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be contiguous", fn, what);
+        return -1;
+    }
+    void *p = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (!p && PyErr_Occurred())
+        return -1;
+    const char *ts = PyUnicode_AsUTF8(typestr);
+    long item = ts && strlen(ts) > 2 ? strtol(ts + 2, NULL, 10) : 0;
+    if (item <= 0) {
+        PyErr_Format(PyExc_TypeError, "%s: %s: bad typestr", fn, what);
+        return -1;
+    }
+    size_t n = (size_t)item;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (k < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: %s: negative shape", fn, what);
+            return -1;
+        }
+        n *= (size_t)k;
+    }
+    s->ptr = s->sym = p;
+    s->len = n;
+    s->device = device;
+    return 0;
+}
+
+/* A torch tensor (anything with data_ptr/element_size/numel). 1 if handled,
+ * 0 if o is not one, -1 on error. */
+static int span_from_tensor(PyObject *o, span_t *s, const char *fn, const char *what)
+{
+    PyObject *dp;
+    if (lookup_attr(o, "data_ptr", &dp) <= 0)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_DECREF(dp);
+    PyObject *is_cuda = NULL, *ptr = NULL, *esz = NULL, *numel = NULL, *contig = NULL;
+    int rc = -1;
+    if (lookup_attr(o, "is_cuda", &is_cuda) < 0)
+        goto out;
+    if (!(ptr = PyObject_CallMethod(o, "data_ptr", NULL)) ||
+        !(esz = PyObject_CallMethod(o, "element_size", NULL)) ||
+        !(numel = PyObject_CallMethod(o, "numel", NULL)) ||
+        !(contig = PyObject_CallMethod(o, "is_contiguous", NULL)))
+        goto out;
+    if (!PyObject_IsTrue(contig)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s must be contiguous", fn, what);
+        goto out;
+    }
+    s->ptr = s->sym = PyLong_AsVoidPtr(ptr);
+    s->len = PyLong_AsSize_t(esz) * PyLong_AsSize_t(numel);
+    s->device = is_cuda && PyObject_IsTrue(is_cuda) ? 0 : -1;
+    rc = PyErr_Occurred() ? -1 : 1;
+out:
+    Py_XDECREF(is_cuda);
+    Py_XDECREF(ptr);
+    Py_XDECREF(esz);
+    Py_XDECREF(numel);
+    Py_XDECREF(contig);
+    return rc;
+}
+
+/* Resolve a memory argument. writable: the local memory will be written. */
+static int span_get(PyObject *o, span_t *s, int writable, const char *fn, const char *what)
+{
+    s->has_view = 0;
+    s->buf = NULL;
+    s->device = -1;
+    if (Py_IS_TYPE(o, &SymBufType)) {
+        SymBuf *b = (SymBuf *)o;
+        if (symbuf_check_alive(b, fn))
+            return -1;
+        s->ptr = b->ptr;
+        s->sym = b->sym;
+        s->len = b->nbytes;
+        s->device = b->device;
+        s->buf = b;
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        s->ptr = s->sym = PyLong_AsVoidPtr(o);
+        if (!s->ptr && PyErr_Occurred())
+            return -1;
+        s->len = SIZE_MAX;
+        return 0;
+    }
+    if (PyObject_CheckBuffer(o)) {
+        if (PyObject_GetBuffer(o, &s->view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_Format(PyExc_ValueError, "%s: %s must be a contiguous%s buffer (%S)", fn, what,
+                         writable ? ", writable" : "", ev ? ev : Py_None);
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            return -1;
+        }
+        s->has_view = 1;
+        s->ptr = s->sym = s->view.buf;
+        s->len = (size_t)s->view.len;
+        return 0;
+    }
+    int t = span_from_tensor(o, s, fn, what);
+    if (t)
+        return t < 0 ? -1 : 0;
+    PyObject *d;
+    if (lookup_attr(o, "__cuda_array_interface__", &d) < 0)
+        return -1;
+    if (d) {
+        int rc = span_from_iface(d, s, 0, fn, what);
+        Py_DECREF(d);
+        return rc;
+    }
+    if (lookup_attr(o, "__array_interface__", &d) < 0)
+        return -1;
+    if (d) {
+        int rc = span_from_iface(d, s, -1, fn, what);
+        Py_DECREF(d);
+        return rc;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s: %s must be a SymmetricBuffer, an int address, a buffer (numpy array, "
+                 "bytearray, ...) or a tensor, not %.100s",
+                 fn, what, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* [sym, sym+n) must lie in one live symmetric allocation made through ushmem. */
+static int check_sym_span(const span_t *s, size_t n, const char *fn, const char *what)
+{
+    if (s->device >= 0)
+        return err_no_cuda(fn, "device memory");
+    if (s->buf) {
+        if (n > s->buf->nbytes) {
+            PyErr_Format(PyExc_ValueError, "%s: %s is a SymmetricBuffer of %zu bytes; %zu needed",
+                         fn, what, s->buf->nbytes, n);
+            return -1;
+        }
+        return 0;
+    }
+    uintptr_t a = (uintptr_t)s->sym;
+    if (n && a + n - 1 < a)
+        return err(ERR_NOTSYM, "%s: %s: address range wraps around", fn, what);
+    if (s->len != SIZE_MAX && n > s->len) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has %zu bytes; %zu needed", fn, what, s->len, n);
+        return -1;
+    }
+    if (LIKELY(alloc_find(a, n) >= 0))
+        return 0;
+    Py_ssize_t i = alloc_near(a);
+    if (i >= 0) {
+        const alloc_t *e = &g_allocs[i];
+        return err(ERR_NOTSYM, "%s: %s: %zu bytes at %p run past the end of the symmetric "
+                               "allocation [%p, +%zu)",
+                   fn, what, n, (void *)a, (void *)e->addr, e->size);
+    }
+    return err(ERR_NOTSYM, "%s: %s (%p, %zu bytes) is not in a live symmetric allocation "
+                           "(allocate it with ushmem.create_buffer(), ushmem.malloc() or the "
+                           "interop helpers)",
+               fn, what, (void *)a, n);
+}
+
+static int check_local_span(const span_t *s, size_t n, const char *fn, const char *what)
+{
+    if (s->device >= 0)
+        return err_no_cuda(fn, "device memory");
+    if (s->len != SIZE_MAX && n > s->len) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has %zu bytes; %zu needed", fn, what, s->len, n);
+        return -1;
+    }
+    if (n && !s->ptr) {
+        PyErr_Format(PyExc_ValueError, "%s: %s is a NULL address", fn, what);
+        return -1;
+    }
+    return 0;
+}
+
+/* The peer must be reachable for RMA (mapped here for shm). */
+static int check_reach(int pe, const char *fn)
+{
+    if (LIKELY(shmem_pe_accessible(pe)))
+        return 0;
+    return err(ERR_UNREACHABLE, "%s: PE %d is not reachable from PE %d by any transport", fn, pe,
+               g_me);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Init / finalize / queries                                                  */
+/* ------------------------------------------------------------------------ */
+
+static PyObject *g_teams; /* list of Team objects this package created */
+
+static int parse_thread_level(PyObject *o, int *out, const char *fn)
+{
+    if (!o || o == Py_None) {
+        *out = SHMEM_THREAD_MULTIPLE;
+        return 0;
+    }
+    if (as_int(o, out, fn, "thread_level"))
+        return -1;
+    if (*out < SHMEM_THREAD_SINGLE || *out > SHMEM_THREAD_MULTIPLE) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown thread level %d", fn, *out);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_not_init(const char *fn)
+{
+    if (!shmem_query_initialized())
+        return 0;
+    return err(ERR_STATE, "%s: ushmem is already initialized (finalize it first)", fn);
+}
+
+static PyObject *py_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static char *kwlist[] = {"thread_level", NULL};
+    PyObject *tl = Py_None;
+    int level, provided = 0, rc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:init", kwlist, &tl) ||
+        parse_thread_level(tl, &level, "init") || check_not_init("init"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmem_init_thread(level, &provided);
+    Py_END_ALLOW_THREADS
+    refresh_init_cache();
+    if (rc != 0) {
+        err(ERR_BOOTSTRAP, "init: shmem_init_thread failed (see the library's message on "
+                           "stderr): launch with ushrun or torchrun, or use init_with_mpi() "
+                           "under mpirun");
+        return NULL;
+    }
+    return PyLong_FromLong(provided);
+}
+
+static PyObject *py_get_uniqueid(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    shmemx_uniqueid_t uid;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmemx_get_uniqueid(&uid);
+    Py_END_ALLOW_THREADS
+    if (check_status(rc, "get_uniqueid"))
+        return NULL;
+    return PyBytes_FromStringAndSize((const char *)uid.internal, sizeof uid.internal);
+}
+
+static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static char *kwlist[] = {"rank", "nranks", "uid", "device", "thread_level", NULL};
+    int rank, nranks, level, device;
+    Py_buffer uidb;
+    PyObject *dev = Py_None, *tl = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiy*|OO:init_attr", kwlist, &rank, &nranks,
+                                     &uidb, &dev, &tl))
+        return NULL;
+    shmemx_uniqueid_t uid;
+    int bad = 0;
+    if (uidb.len != (Py_ssize_t)sizeof uid.internal) {
+        PyErr_Format(PyExc_ValueError, "init_attr: uid must be %zu bytes (from get_uniqueid()), "
+                                       "got %zd",
+                     sizeof uid.internal, uidb.len);
+        bad = 1;
+    } else {
+        memcpy(uid.internal, uidb.buf, sizeof uid.internal);
+    }
+    PyBuffer_Release(&uidb);
+    if (bad || parse_thread_level(tl, &level, "init_attr") || check_not_init("init_attr"))
+        return NULL;
+    if (nranks < 1 || rank < 0 || rank >= nranks) {
+        PyErr_Format(PyExc_ValueError, "init_attr: need 0 <= rank < nranks, got rank %d, "
+                                       "nranks %d",
+                     rank, nranks);
+        return NULL;
+    }
+    if (dev != Py_None) {
+        long long d;
+        if (as_longlong(dev, &d, "init_attr", "device"))
+            return NULL;
+        if (d >= 0) {
+            err_no_cuda("init_attr", "device=");
+            return NULL;
+        }
+    }
+    device = -1;
+    shmemx_init_attr_t attr = SHMEMX_INIT_ATTR_INITIALIZER;
+    attr.device = device;
+    attr.thread_level = level;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmemx_init_attr(rank, nranks, &uid, &attr);
+    Py_END_ALLOW_THREADS
+    refresh_init_cache();
+    if (check_status(rc, "init_attr"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Destroy the teams this package made (creation order: every member of a
+ * team reaches its destroy in the same order, so this cannot deadlock). */
+static void destroy_package_teams(void);
+
+static PyObject *py_finalize(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!shmem_query_initialized()) {
+        err_not_init("finalize");
+        return NULL;
+    }
+    destroy_package_teams();
+    /* Leak report: everything still in the table. */
+    if (g_nallocs) {
+        size_t total = 0;
+        PyObject *lines = PyList_New(0);
+        for (size_t i = 0; lines && i < g_nallocs; i++) {
+            total += g_allocs[i].size;
+            if (i < 8) {
+                PyObject *l = PyUnicode_FromFormat("%s of %zu bytes at %p",
+                                                   alloc_kind_name[g_allocs[i].kind],
+                                                   g_allocs[i].size, (void *)g_allocs[i].addr);
+                if (!l || PyList_Append(lines, l) < 0) {
+                    Py_XDECREF(l);
+                    Py_CLEAR(lines);
+                }
+                Py_XDECREF(l);
+            }
+        }
+        if (lines) {
+            PyObject *sep = PyUnicode_FromString("; ");
+            PyObject *joined = sep ? PyUnicode_Join(sep, lines) : NULL;
+            if (joined)
+                PyErr_WarnFormat(LeakWarning, 1,
+                                 "ushmem.finalize: PE %d: %zu symmetric allocation(s), %zu bytes, "
+                                 "were never freed: %U%s",
+                                 g_me, g_nallocs, total, joined, g_nallocs > 8 ? "; ..." : "");
+            Py_XDECREF(sep);
+            Py_XDECREF(joined);
+            Py_DECREF(lines);
+        }
+        /* An error-raising warning filter must not stop the teardown. */
+        if (PyErr_Occurred())
+            PyErr_WriteUnraisable(NULL);
+    }
+    alloc_clear();
+    g_gen++;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_finalize();
+    Py_END_ALLOW_THREADS
+    refresh_init_cache();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_initialized(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(shmem_query_initialized());
+}
+
+static PyObject *py_my_pe(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    int me = shmem_my_pe();
+    if (UNLIKELY(me < 0)) {
+        err_not_init("my_pe");
+        return NULL;
+    }
+    return PyLong_FromLong(me);
+}
+
+static PyObject *py_n_pes(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    int n = shmem_n_pes();
+    if (UNLIKELY(n < 0)) {
+        err_not_init("n_pes");
+        return NULL;
+    }
+    return PyLong_FromLong(n);
+}
+
+static PyObject *py_query_thread(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("query_thread"))
+        return NULL;
+    int provided;
+    shmem_query_thread(&provided);
+    return PyLong_FromLong(provided);
+}
+
+static PyObject *py_pe_accessible(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int pe;
+    if (as_int(arg, &pe, "pe_accessible", "pe"))
+        return NULL;
+    return PyBool_FromLong(shmem_pe_accessible(pe));
+}
+
+static PyObject *py_addr_accessible(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    int pe;
+    span_t s;
+    if (check_nargs(nargs, 2, 2, "addr_accessible(addr, pe)") ||
+        as_int(args[1], &pe, "addr_accessible", "pe") ||
+        span_get(args[0], &s, 0, "addr_accessible", "addr"))
+        return NULL;
+    int r = s.device < 0 && alloc_find((uintptr_t)s.sym, 1) >= 0 && shmem_pe_accessible(pe);
+    span_release(&s);
+    return PyBool_FromLong(r);
+}
+
+static PyObject *py_info_get_version(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    int major, minor;
+    shmem_info_get_version(&major, &minor);
+    return Py_BuildValue("(ii)", major, minor);
+}
+
+static PyObject *py_info_get_name(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char name[SHMEM_MAX_NAME_LEN];
+    shmem_info_get_name(name);
+    return PyUnicode_FromString(name);
+}
+
+static PyObject *py_wtime(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyFloat_FromDouble(shmemx_wtime());
+}
+
+static PyObject *py_global_exit(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int status;
+    if (as_int(arg, &status, "global_exit", "status"))
+        return NULL;
+    PyObject *r = PyObject_CallMethod(PySys_GetObject("stdout"), "flush", NULL);
+    Py_XDECREF(r);
+    r = PyObject_CallMethod(PySys_GetObject("stderr"), "flush", NULL);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    shmem_global_exit(status);
+    Py_RETURN_NONE; /* not reached */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory management                                                          */
+/* ------------------------------------------------------------------------ */
+
+static PyObject *py_create_buffer(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    return SymBuf_new(&SymBufType, args, kwds);
+}
+
+static PyObject *raw_result(void *p, size_t n, const char *fn)
+{
+    if (!p) {
+        if (n == 0)
+            Py_RETURN_NONE;
+        err(ERR_NOMEM, "%s: cannot allocate %zu symmetric bytes: the symmetric heap is "
+                       "exhausted (raise SHMEM_SYMMETRIC_SIZE)",
+            fn, n);
+        return NULL;
+    }
+    if (alloc_add(p, n, ALLOC_RAW, NULL) < 0)
+        return NULL;
+    return PyLong_FromVoidPtr(p);
+}
+
+static PyObject *py_malloc(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    size_t n;
+    void *p;
+    if (as_size(arg, &n, "malloc", "nbytes") || require_init("malloc"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    p = shmem_malloc(n);
+    Py_END_ALLOW_THREADS
+    return raw_result(p, n, "malloc");
+}
+
+static PyObject *py_calloc(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    size_t count, size;
+    void *p;
+    if (check_nargs(nargs, 2, 2, "calloc(count, size)") ||
+        as_size(args[0], &count, "calloc", "count") || as_size(args[1], &size, "calloc", "size") ||
+        require_init("calloc"))
+        return NULL;
+    if (size && count > SIZE_MAX / size) {
+        PyErr_Format(PyExc_ValueError, "calloc: %zu x %zu bytes overflows", count, size);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    p = shmem_calloc(count, size);
+    Py_END_ALLOW_THREADS
+    return raw_result(p, count * size, "calloc");
+}
+
+static PyObject *py_align(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    size_t alignment, n;
+    void *p;
+    if (check_nargs(nargs, 2, 2, "align(alignment, nbytes)") ||
+        as_size(args[0], &alignment, "align", "alignment") ||
+        as_size(args[1], &n, "align", "nbytes") || require_init("align"))
+        return NULL;
+    if (alignment == 0 || (alignment & (alignment - 1))) {
+        PyErr_Format(PyExc_ValueError, "align: alignment %zu is not a power of two", alignment);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    p = shmem_align(alignment, n);
+    Py_END_ALLOW_THREADS
+    return raw_result(p, n, "align");
+}
+
+static PyObject *py_free(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (Py_IS_TYPE(arg, &SymBufType))
+        return SymBuf_free(arg, NULL);
+    if (arg == Py_None)
+        Py_RETURN_NONE; /* like free(NULL); not collective here */
+    if (require_init("free"))
+        return NULL;
+    if (!PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "free: expected an address from malloc/calloc/align or "
+                                      "a SymmetricBuffer, not %.100s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    void *p = PyLong_AsVoidPtr(arg);
+    if (!p && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t i = alloc_exact((uintptr_t)p);
+    if (i < 0) {
+        err(ERR_NOTFOUND, "free: %p is not the start of a live symmetric allocation "
+                          "(already freed?)",
+            p);
+        return NULL;
+    }
+    if (g_allocs[i].kind == ALLOC_BUFFER) {
+        err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()",
+            p);
+        return NULL;
+    }
+    alloc_remove(i);
+    Py_BEGIN_ALLOW_THREADS
+    shmem_free(p);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* ptr(dest, pe): address of pe's copy mapped in this process, or None. */
+static PyObject *py_ptr(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    int pe;
+    span_t s;
+    if (check_nargs(nargs, 2, 2, "ptr(dest, pe)") || check_pe(args[1], &pe, "ptr") ||
+        span_get(args[0], &s, 0, "ptr", "dest"))
+        return NULL;
+    int bad = check_sym_span(&s, 1, "ptr", "dest");
+    void *p = bad ? NULL : shmem_ptr(s.sym, pe);
+    span_release(&s);
+    if (bad)
+        return NULL;
+    if (!p)
+        Py_RETURN_NONE;
+    return PyLong_FromVoidPtr(p);
+}
+
+/* get_peer_buffer(obj, pe, nbytes=None): a non-owning view of pe's copy. */
+static PyObject *py_get_peer_buffer(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "get_peer_buffer";
+    int pe;
+    span_t s;
+    size_t n;
+    if (check_nargs(nargs, 2, 3, "get_peer_buffer(buf, pe, nbytes=None)") ||
+        check_pe(args[1], &pe, fn) || span_get(args[0], &s, 0, fn, "buf"))
+        return NULL;
+    span_release(&s); /* only its addresses are used; the owner keeps it alive */
+    if (nargs == 3 && args[2] != Py_None) {
+        if (as_size(args[2], &n, fn, "nbytes"))
+            return NULL;
+    } else if (s.len == SIZE_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: nbytes is needed with an int address", fn);
+        return NULL;
+    } else {
+        n = s.len;
+    }
+    if (check_sym_span(&s, n, fn, "buf"))
+        return NULL;
+    void *p = shmem_ptr(s.sym, pe);
+    if (!p) {
+        err(ERR_UNREACHABLE, "%s: PE %d's copy is not mapped in PE %d's address space (it runs "
+                             "on another host or its memory is not shared here); use "
+                             "getmem/putmem instead",
+            fn, pe, g_me);
+        return NULL;
+    }
+    SymBuf *owner = s.buf ? s.buf : NULL;
+    if (!owner) { /* find the SymmetricBuffer that owns the range, to keep it alive */
+        Py_ssize_t i = alloc_find((uintptr_t)s.sym, n);
+        if (i >= 0 && g_allocs[i].owner) {
+            PyObject *o = PyWeakref_GetObject(g_allocs[i].owner);
+            if (o && o != Py_None)
+                owner = (SymBuf *)o;
+        }
+    }
+    return (PyObject *)symbuf_new(p, s.sym, n, owner, 0, pe, -1);
+}
+
+static PyObject *py_get_heap_bases(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    static const char fn[] = "get_heap_bases";
+    span_t s;
+    if (require_init(fn) || span_get(arg, &s, 0, fn, "buf"))
+        return NULL;
+    span_release(&s);
+    if (check_sym_span(&s, s.len == SIZE_MAX ? 1 : s.len, fn, "buf"))
+        return NULL;
+    void **bases = PyMem_Calloc((size_t)g_npes, sizeof *bases);
+    if (!bases)
+        return PyErr_NoMemory();
+    int rc = shmemx_heap_bases(s.sym, bases);
+    PyObject *list = NULL;
+    if (!check_status(rc, fn) && (list = PyList_New(g_npes))) {
+        for (int i = 0; i < g_npes; i++) {
+            PyObject *v = bases[i] ? PyLong_FromVoidPtr(bases[i]) : Py_NewRef(Py_None);
+            if (!v) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, i, v);
+        }
+    }
+    PyMem_Free(bases);
+    return list;
+}
+
+/* buffer_register(addr, length=None) */
+static PyObject *py_buffer_register(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "buffer_register";
+    span_t s;
+    size_t n;
+    if (check_nargs(nargs, 1, 2, "buffer_register(addr, length=None)") || require_init(fn) ||
+        span_get(args[0], &s, 0, fn, "addr"))
+        return NULL;
+    span_release(&s); /* the caller keeps the memory alive while registered */
+    if (nargs == 2 && args[1] != Py_None) {
+        if (as_size(args[1], &n, fn, "length"))
+            return NULL;
+        if (s.len != SIZE_MAX && n > s.len) {
+            PyErr_Format(PyExc_ValueError, "%s: length %zu exceeds the buffer's %zu bytes", fn, n,
+                         s.len);
+            return NULL;
+        }
+    } else if (s.len == SIZE_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: length is needed with an int address", fn);
+        return NULL;
+    } else {
+        n = s.len;
+    }
+    if (s.device >= 0) {
+        err_no_cuda(fn, "device memory");
+        return NULL;
+    }
+    if (!s.ptr || n == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %s", fn, !s.ptr ? "address is NULL" : "length is 0");
+        return NULL;
+    }
+    if (check_status(shmemx_buffer_register(s.ptr, n), fn))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_buffer_unregister(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    static const char fn[] = "buffer_unregister";
+    span_t s;
+    if (require_init(fn) || span_get(arg, &s, 0, fn, "addr"))
+        return NULL;
+    span_release(&s);
+    if (!s.ptr) {
+        PyErr_Format(PyExc_ValueError, "%s: address is NULL", fn);
+        return NULL;
+    }
+    if (check_status(shmemx_buffer_unregister(s.ptr), fn))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_buffer_unregister_all(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("buffer_unregister_all") ||
+        check_status(shmemx_buffer_unregister_all(), "buffer_unregister_all"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _allocations(): [(addr, nbytes, kind)], for tests and leak hunting. */
+static PyObject *py_allocations(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *l = PyList_New((Py_ssize_t)g_nallocs);
+    for (size_t i = 0; l && i < g_nallocs; i++) {
+        PyObject *t = Py_BuildValue("(Nns)", PyLong_FromVoidPtr((void *)g_allocs[i].addr),
+                                    (Py_ssize_t)g_allocs[i].size,
+                                    alloc_kind_name[g_allocs[i].kind]);
+        if (!t) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+/* _owner_of(addr): the live owning SymmetricBuffer that starts at addr, or None. */
+static PyObject *py_owner_of(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    void *p = PyLong_AsVoidPtr(arg);
+    if (!p && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t i = alloc_exact((uintptr_t)p);
+    if (i >= 0 && g_allocs[i].owner) {
+        PyObject *o = PyWeakref_GetObject(g_allocs[i].owner);
+        if (o) {
+            Py_INCREF(o);
+            return o;
+        }
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RMA                                                                        */
+/* ------------------------------------------------------------------------ */
+
+enum { RMA_PUT, RMA_GET, RMA_PUT_NBI, RMA_GET_NBI };
+
+static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyObject *peobj,
+                     PyObject *stream, const char *fn)
+{
+    size_t n;
+    int pe;
+    span_t d, s;
+    int is_put = op == RMA_PUT || op == RMA_PUT_NBI;
+    if (as_size(nobj, &n, fn, "nbytes") || check_pe(peobj, &pe, fn) ||
+        check_stream(stream, fn) || check_reach(pe, fn))
+        return NULL;
+    if (span_get(dobj, &d, !is_put, fn, "dest"))
+        return NULL;
+    if (span_get(sobj, &s, 0, fn, "source")) {
+        span_release(&d);
+        return NULL;
+    }
+    int bad = is_put ? check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source")
+                     : check_local_span(&d, n, fn, "dest") || check_sym_span(&s, n, fn, "source");
+    if (!bad) {
+        if (n < GIL_RELEASE_BYTES) {
+            switch (op) {
+            case RMA_PUT: shmem_putmem(d.sym, s.ptr, n, pe); break;
+            case RMA_GET: shmem_getmem(d.ptr, s.sym, n, pe); break;
+            case RMA_PUT_NBI: shmem_putmem_nbi(d.sym, s.ptr, n, pe); break;
+            case RMA_GET_NBI: shmem_getmem_nbi(d.ptr, s.sym, n, pe); break;
+            }
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            switch (op) {
+            case RMA_PUT: shmem_putmem(d.sym, s.ptr, n, pe); break;
+            case RMA_GET: shmem_getmem(d.ptr, s.sym, n, pe); break;
+            case RMA_PUT_NBI: shmem_putmem_nbi(d.sym, s.ptr, n, pe); break;
+            case RMA_GET_NBI: shmem_getmem_nbi(d.ptr, s.sym, n, pe); break;
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    span_release(&s);
+    span_release(&d);
+    if (bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#define DEF_RMA(name, op)                                                                    \
+    static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)     \
+    {                                                                                        \
+        (void)self;                                                                          \
+        if (check_nargs(nargs, 4, 4, #name "(dest, source, nbytes, pe)"))                   \
+            return NULL;                                                                     \
+        return rma(op, args[0], args[1], args[2], args[3], NULL, #name);                     \
+    }                                                                                        \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
+                                           Py_ssize_t nargs)                                 \
+    {                                                                                        \
+        (void)self;                                                                          \
+        if (check_nargs(nargs, 4, 5, #name "_on_stream(dest, source, nbytes, pe, stream)")) \
+            return NULL;                                                                     \
+        return rma(op, args[0], args[1], args[2], args[3], nargs > 4 ? args[4] : NULL,       \
+                   #name "_on_stream");                                                      \
+    }
+DEF_RMA(putmem, RMA_PUT)
+DEF_RMA(getmem, RMA_GET)
+DEF_RMA(putmem_nbi, RMA_PUT_NBI)
+DEF_RMA(getmem_nbi, RMA_GET_NBI)
+
+/* ---- signals ---- */
+
+/* A uint64 signal word: symmetric, 8-byte aligned. */
+static int resolve_sig(PyObject *o, uint64_t **out, const char *fn)
+{
+    span_t s;
+    if (span_get(o, &s, 0, fn, "sig_addr"))
+        return -1;
+    span_release(&s);
+    if (check_sym_span(&s, sizeof(uint64_t), fn, "sig_addr"))
+        return -1;
+    if ((uintptr_t)s.sym % sizeof(uint64_t))
+        return err(ERR_INVALID, "%s: sig_addr %p is not 8-byte aligned", fn,
+                   (void *)s.sym);
+    *out = (uint64_t *)s.sym;
+    return 0;
+}
+
+static int check_sig_op(PyObject *o, int *op, const char *fn)
+{
+    if (as_int(o, op, fn, "sig_op"))
+        return -1;
+    if (*op != SHMEM_SIGNAL_SET && *op != SHMEM_SIGNAL_ADD) {
+        PyErr_Format(PyExc_ValueError, "%s: sig_op %d is neither SIGNAL_SET nor SIGNAL_ADD", fn,
+                     *op);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_cmp(PyObject *o, int *cmp, const char *fn)
+{
+    if (as_int(o, cmp, fn, "cmp"))
+        return -1;
+    if (*cmp < SHMEM_CMP_EQ || *cmp > SHMEM_CMP_LE) {
+        PyErr_Format(PyExc_ValueError, "%s: cmp %d is not one of CMP_EQ/NE/GT/GE/LT/LE", fn,
+                     *cmp);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *put_signal(PyObject *const *args, PyObject *stream, int nbi, const char *fn)
+{
+    size_t n;
+    int pe, op;
+    uint64_t signal, *sig;
+    span_t d, s;
+    if (as_size(args[2], &n, fn, "nbytes") || check_pe(args[6], &pe, fn) ||
+        check_stream(stream, fn) || check_reach(pe, fn) ||
+        as_u64(args[4], &signal, fn, "signal") || check_sig_op(args[5], &op, fn) ||
+        resolve_sig(args[3], &sig, fn))
+        return NULL;
+    if (span_get(args[0], &d, 0, fn, "dest"))
+        return NULL;
+    if (span_get(args[1], &s, 0, fn, "source")) {
+        span_release(&d);
+        return NULL;
+    }
+    int bad = check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source");
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        if (nbi)
+            shmem_putmem_signal_nbi(d.sym, s.ptr, n, sig, signal, op, pe);
+        else
+            shmem_putmem_signal(d.sym, s.ptr, n, sig, signal, op, pe);
+        Py_END_ALLOW_THREADS
+    }
+    span_release(&s);
+    span_release(&d);
+    if (bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#define PUT_SIGNAL_SIG "(dest, source, nbytes, sig_addr, signal, sig_op, pe"
+static PyObject *py_putmem_signal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 7, 7, "putmem_signal" PUT_SIGNAL_SIG ")"))
+        return NULL;
+    return put_signal(args, NULL, 0, "putmem_signal");
+}
+static PyObject *py_putmem_signal_nbi(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 7, 7, "putmem_signal_nbi" PUT_SIGNAL_SIG ")"))
+        return NULL;
+    return put_signal(args, NULL, 1, "putmem_signal_nbi");
+}
+static PyObject *py_putmem_signal_on_stream(PyObject *self, PyObject *const *args,
+                                            Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 7, 8, "putmem_signal_on_stream" PUT_SIGNAL_SIG ", stream)"))
+        return NULL;
+    return put_signal(args, nargs > 7 ? args[7] : NULL, 0, "putmem_signal_on_stream");
+}
+
+static PyObject *py_signal_fetch(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    uint64_t *sig;
+    if (require_init("signal_fetch") || resolve_sig(arg, &sig, "signal_fetch"))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(shmem_signal_fetch(sig));
+}
+
+static int cmp_u64(uint64_t a, int cmp, uint64_t b)
+{
+    switch (cmp) {
+    case SHMEM_CMP_EQ: return a == b;
+    case SHMEM_CMP_NE: return a != b;
+    case SHMEM_CMP_GT: return a > b;
+    case SHMEM_CMP_GE: return a >= b;
+    case SHMEM_CMP_LT: return a < b;
+    default: return a <= b;
+    }
+}
+
+/* Waits with the GIL released, and comes back every few milliseconds to let
+ * Ctrl-C (KeyboardInterrupt) through. */
+static PyObject *signal_wait(PyObject *const *args, PyObject *stream, const char *fn)
+{
+    uint64_t *sig, value, v = 0;
+    int cmp, done = 0;
+    if (require_init(fn) || check_stream(stream, fn) || resolve_sig(args[0], &sig, fn) ||
+        check_cmp(args[1], &cmp, fn) || as_u64(args[2], &value, fn, "cmp_value"))
+        return NULL;
+    while (!done) {
+        Py_BEGIN_ALLOW_THREADS
+        for (unsigned i = 0; i < 20000 && !done; i++) {
+            if (cmp_u64(shmem_signal_fetch(sig), cmp, value))
+                done = 1;
+            else if (i >= 256)
+                sched_yield();
+        }
+        if (done) /* the library's own wait: acquire ordering on the data */
+            v = shmem_signal_wait_until(sig, cmp, value);
+        Py_END_ALLOW_THREADS
+        if (!done && PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+static PyObject *py_signal_wait_until(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 3, 3, "signal_wait_until(sig_addr, cmp, cmp_value)"))
+        return NULL;
+    return signal_wait(args, NULL, "signal_wait_until");
+}
+
+static PyObject *py_signal_wait_until_on_stream(PyObject *self, PyObject *const *args,
+                                                Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 3, 4, "signal_wait_until_on_stream(sig_addr, cmp, cmp_value, stream)"))
+        return NULL;
+    return signal_wait(args, nargs > 3 ? args[3] : NULL, "signal_wait_until_on_stream");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ordering and synchronization                                               */
+/* ------------------------------------------------------------------------ */
+
+static PyObject *py_fence(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("fence"))
+        return NULL;
+    shmem_fence();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_quiet(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("quiet"))
+        return NULL;
+    shmem_quiet();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_barrier_all(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("barrier_all"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_barrier_all();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_sync_all(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (require_init("sync_all"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_sync_all();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+#define DEF_STREAM0(name, call)                                                              \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
+                                           Py_ssize_t nargs)                                 \
+    {                                                                                        \
+        (void)self;                                                                          \
+        if (check_nargs(nargs, 0, 1, #name "_on_stream(stream=None)") ||                     \
+            check_stream(nargs ? args[0] : NULL, #name "_on_stream"))                        \
+            return NULL;                                                                     \
+        return call(self, NULL);                                                             \
+    }
+DEF_STREAM0(barrier_all, py_barrier_all)
+DEF_STREAM0(sync_all, py_sync_all)
+DEF_STREAM0(quiet, py_quiet)
+
+/* ------------------------------------------------------------------------ */
+/* Teams                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    shmem_team_t team;
+    const char *name; /* predefined teams */
+    int created;      /* made by a split here */
+    int destroyed;
+    unsigned long gen;
+} TeamObj;
+
+static PyTypeObject TeamType;
+static TeamObj *g_team_world, *g_team_shared, *g_team_invalid;
+
+static TeamObj *team_new(shmem_team_t t, const char *name, int created)
+{
+    TeamObj *o = PyObject_New(TeamObj, &TeamType);
+    if (!o)
+        return NULL;
+    o->team = t;
+    o->name = name;
+    o->created = created;
+    o->destroyed = 0;
+    o->gen = g_gen;
+    return o;
+}
+
+/* The C handle of a usable team, or an exception. */
+static int team_get(PyObject *o, shmem_team_t *out, const char *fn)
+{
+    if (!Py_IS_TYPE(o, &TeamType)) {
+        PyErr_Format(PyExc_TypeError, "%s: team must be a ushmem.Team, not %.100s", fn,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    TeamObj *t = (TeamObj *)o;
+    if (require_init(fn))
+        return -1;
+    if (t->team == SHMEM_TEAM_INVALID)
+        return err(ERR_INVALID, "%s: team is TEAM_INVALID (this PE is not a member of the "
+                                "team it was split into)",
+                   fn);
+    if (t->destroyed)
+        return err(ERR_INVALID, "%s: the team was destroyed", fn);
+    if (t->created && t->gen != g_gen)
+        return err(ERR_STATE, "%s: the team belongs to a finalized ushmem instance", fn);
+    *out = t->team;
+    return 0;
+}
+
+static PyObject *team_my_pe_impl(PyObject *team, const char *fn)
+{
+    shmem_team_t t;
+    if (team_get(team, &t, fn))
+        return NULL;
+    return PyLong_FromLong(shmem_team_my_pe(t));
+}
+
+static PyObject *team_n_pes_impl(PyObject *team, const char *fn)
+{
+    shmem_team_t t;
+    if (team_get(team, &t, fn))
+        return NULL;
+    return PyLong_FromLong(shmem_team_n_pes(t));
+}
+
+static PyObject *py_team_my_pe(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    return team_my_pe_impl(arg, "team_my_pe");
+}
+
+static PyObject *py_team_n_pes(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    return team_n_pes_impl(arg, "team_n_pes");
+}
+
+static PyObject *py_team_translate_pe(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "team_translate_pe";
+    shmem_team_t src, dst;
+    int pe;
+    if (check_nargs(nargs, 3, 3, "team_translate_pe(src_team, src_pe, dest_team)") ||
+        team_get(args[0], &src, fn) || as_int(args[1], &pe, fn, "src_pe") ||
+        team_get(args[2], &dst, fn))
+        return NULL;
+    if (pe < 0 || pe >= shmem_team_n_pes(src)) {
+        err(ERR_BADPE, "%s: src_pe %d is out of range (the team has %d PEs)", fn, pe,
+            shmem_team_n_pes(src));
+        return NULL;
+    }
+    return PyLong_FromLong(shmem_team_translate_pe(src, pe, dst));
+}
+
+static int read_config(PyObject *cfg, long mask, shmem_team_config_t *out, const char *fn)
+{
+    out->num_contexts = 0;
+    if (cfg == NULL || cfg == Py_None) {
+        if (mask & SHMEM_TEAM_NUM_CONTEXTS) {
+            PyErr_Format(PyExc_ValueError, "%s: config_mask has TEAM_NUM_CONTEXTS but config "
+                                           "is None",
+                         fn);
+            return -1;
+        }
+        return 0;
+    }
+    if (mask & ~SHMEM_TEAM_NUM_CONTEXTS) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown bits 0x%lx in config_mask", fn,
+                     mask & ~SHMEM_TEAM_NUM_CONTEXTS);
+        return -1;
+    }
+    PyObject *nc = PyObject_GetAttrString(cfg, "num_contexts");
+    if (!nc)
+        return -1;
+    int rc = as_int(nc, &out->num_contexts, fn, "config.num_contexts");
+    Py_DECREF(nc);
+    if (!rc && out->num_contexts < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: config.num_contexts must be >= 0", fn);
+        return -1;
+    }
+    return rc;
+}
+
+static PyObject *wrap_new_team(shmem_team_t t)
+{
+    if (t == SHMEM_TEAM_INVALID)
+        return Py_NewRef((PyObject *)g_team_invalid);
+    TeamObj *o = team_new(t, NULL, 1);
+    if (!o || PyList_Append(g_teams, (PyObject *)o) < 0) {
+        Py_XDECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
+/* team_split_strided(parent, start, stride, size, config=None, config_mask=0)
+ * -> (status, team). A TEAM_INVALID parent (how non-members take part in
+ * nested splits) gives a non-zero status and TEAM_INVALID, as the spec says;
+ * every other failure raises. */
+static PyObject *py_team_split_strided(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static const char fn[] = "team_split_strided";
+    static char *kwlist[] = {"parent", "start", "stride", "size", "config", "config_mask", NULL};
+    PyObject *parent, *cfg = Py_None;
+    int start, stride, size;
+    long mask = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!iii|Ol:team_split_strided", kwlist,
+                                     &TeamType, &parent, &start, &stride, &size, &cfg, &mask))
+        return NULL;
+    if (require_init(fn))
+        return NULL;
+    if (((TeamObj *)parent)->team == SHMEM_TEAM_INVALID)
+        return Py_BuildValue("(iO)", -1, (PyObject *)g_team_invalid);
+    shmem_team_t p, nt = SHMEM_TEAM_INVALID;
+    shmem_team_config_t conf;
+    if (team_get(parent, &p, fn) || read_config(cfg, mask, &conf, fn))
+        return NULL;
+    int n = shmem_team_n_pes(p);
+    long long last = start + (long long)(size - 1) * stride;
+    if (size < 1 || start < 0 || start >= n || (stride == 0 && size != 1) || last < 0 ||
+        last >= n) {
+        PyErr_Format(PyExc_ValueError, "%s: invalid triple (start %d, stride %d, size %d) for a "
+                                       "parent team of %d PEs",
+                     fn, start, stride, size, n);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmem_team_split_strided(p, start, stride, size, cfg == Py_None ? NULL : &conf, mask,
+                                  &nt);
+    Py_END_ALLOW_THREADS
+    if (check_status(rc, fn))
+        return NULL;
+    PyObject *team = wrap_new_team(nt);
+    if (!team)
+        return NULL;
+    return Py_BuildValue("(iN)", 0, team);
+}
+
+/* team_split_2d(parent, xrange, xaxis_config=None, xaxis_mask=0, yaxis_config=None,
+ * yaxis_mask=0) -> (status, xteam, yteam) */
+static PyObject *py_team_split_2d(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static const char fn[] = "team_split_2d";
+    static char *kwlist[] = {"parent",      "xrange",     "xaxis_config", "xaxis_mask",
+                             "yaxis_config", "yaxis_mask", NULL};
+    PyObject *parent, *xc = Py_None, *yc = Py_None;
+    int xrange;
+    long xm = 0, ym = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|OlOl:team_split_2d", kwlist, &TeamType,
+                                     &parent, &xrange, &xc, &xm, &yc, &ym))
+        return NULL;
+    if (require_init(fn))
+        return NULL;
+    if (((TeamObj *)parent)->team == SHMEM_TEAM_INVALID)
+        return Py_BuildValue("(iOO)", -1, (PyObject *)g_team_invalid, (PyObject *)g_team_invalid);
+    shmem_team_t p, xt = SHMEM_TEAM_INVALID, yt = SHMEM_TEAM_INVALID;
+    shmem_team_config_t xconf, yconf;
+    if (team_get(parent, &p, fn) || read_config(xc, xm, &xconf, fn) ||
+        read_config(yc, ym, &yconf, fn))
+        return NULL;
+    if (xrange <= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: xrange %d must be positive", fn, xrange);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmem_team_split_2d(p, xrange, xc == Py_None ? NULL : &xconf, xm, &xt,
+                             yc == Py_None ? NULL : &yconf, ym, &yt);
+    Py_END_ALLOW_THREADS
+    if (check_status(rc, fn))
+        return NULL;
+    PyObject *x = wrap_new_team(xt);
+    PyObject *y = x ? wrap_new_team(yt) : NULL;
+    if (!y) {
+        Py_XDECREF(x);
+        return NULL;
+    }
+    return Py_BuildValue("(iNN)", 0, x, y);
+}
+
+static void team_destroy_obj(TeamObj *t)
+{
+    t->destroyed = 1;
+    shmem_team_t h = t->team;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_team_destroy(h);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t n = PyList_GET_SIZE(g_teams);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_GET_ITEM(g_teams, i) == (PyObject *)t) {
+            PySequence_DelItem(g_teams, i);
+            break;
+        }
+}
+
+static PyObject *py_team_destroy(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    static const char fn[] = "team_destroy";
+    if (!Py_IS_TYPE(arg, &TeamType)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a ushmem.Team", fn);
+        return NULL;
+    }
+    TeamObj *t = (TeamObj *)arg;
+    if (t->team == SHMEM_TEAM_INVALID)
+        Py_RETURN_NONE; /* the spec allows it: nothing to do */
+    shmem_team_t h;
+    if (team_get(arg, &h, fn))
+        return NULL;
+    if (!t->created) {
+        err(ERR_INVALID, "%s: %s cannot be destroyed", fn, t->name ? t->name : "this team");
+        return NULL;
+    }
+    team_destroy_obj(t);
+    Py_RETURN_NONE;
+}
+
+static void destroy_package_teams(void)
+{
+    while (PyList_GET_SIZE(g_teams) > 0) {
+        TeamObj *t = (TeamObj *)PyList_GET_ITEM(g_teams, 0);
+        Py_INCREF(t);
+        if (!t->destroyed && t->gen == g_gen)
+            team_destroy_obj(t);
+        else
+            PySequence_DelItem(g_teams, 0);
+        Py_DECREF(t);
+    }
+}
+
+static PyObject *py_team_sync(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    shmem_team_t t;
+    int rc;
+    if (team_get(arg, &t, "team_sync"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmem_team_sync(t);
+    Py_END_ALLOW_THREADS
+    if (check_status(rc, "team_sync"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* barrier(team): quiet, then sync the team (the 1.5 meaning of a barrier). */
+static PyObject *py_barrier(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    shmem_team_t t;
+    int rc;
+    if (team_get(arg, &t, "barrier"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shmem_quiet();
+    rc = shmem_team_sync(t);
+    Py_END_ALLOW_THREADS
+    if (check_status(rc, "barrier"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#define DEF_TEAM_STREAM(name)                                                                \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
+                                           Py_ssize_t nargs)                                 \
+    {                                                                                        \
+        if (check_nargs(nargs, 1, 2, #name "_on_stream(team, stream=None)") ||               \
+            check_stream(nargs > 1 ? args[1] : NULL, #name "_on_stream"))                    \
+            return NULL;                                                                     \
+        return py_##name(self, args[0]);                                                     \
+    }
+DEF_TEAM_STREAM(barrier)
+DEF_TEAM_STREAM(team_sync)
+
+static PyObject *Team_my_pe(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return team_my_pe_impl(self, "Team.my_pe");
+}
+static PyObject *Team_n_pes(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return team_n_pes_impl(self, "Team.n_pes");
+}
+static PyObject *Team_destroy(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return py_team_destroy(NULL, self);
+}
+static PyObject *Team_sync(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return py_team_sync(NULL, self);
+}
+static PyObject *Team_translate_pe(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs(nargs, 1, 2, "Team.translate_pe(pe, dest_team=TEAM_WORLD)"))
+        return NULL;
+    PyObject *a[3] = {self, args[0], nargs > 1 ? args[1] : (PyObject *)g_team_world};
+    return py_team_translate_pe(NULL, a, 3);
+}
+static PyObject *Team_get_valid(PyObject *self, void *c)
+{
+    (void)c;
+    TeamObj *t = (TeamObj *)self;
+    return PyBool_FromLong(t->team != SHMEM_TEAM_INVALID && !t->destroyed &&
+                           (!t->created || t->gen == g_gen));
+}
+static PyObject *Team_repr(PyObject *self)
+{
+    TeamObj *t = (TeamObj *)self;
+    if (t->name)
+        return PyUnicode_FromFormat("ushmem.%s", t->name);
+    return PyUnicode_FromFormat("<ushmem.Team %p%s>", (void *)t->team,
+                                t->destroyed ? " (destroyed)" : "");
+}
+static int Team_bool(PyObject *self)
+{
+    return ((TeamObj *)self)->team != SHMEM_TEAM_INVALID;
+}
+static PyObject *Team_get_handle(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(((TeamObj *)self)->team);
+}
+
+static PyMethodDef Team_methods[] = {
+    {"my_pe", Team_my_pe, METH_NOARGS, "This PE's number in the team."},
+    {"n_pes", Team_n_pes, METH_NOARGS, "Number of PEs in the team."},
+    {"translate_pe", FN(Team_translate_pe), METH_FASTCALL, "translate_pe(pe, dest_team)"},
+    {"sync", Team_sync, METH_NOARGS, "team_sync(team)"},
+    {"destroy", Team_destroy, METH_NOARGS, "team_destroy(team)"},
+    {NULL, NULL, 0, NULL},
+};
+static PyGetSetDef Team_getset[] = {
+    {"valid", Team_get_valid, NULL, "False for TEAM_INVALID and destroyed teams.", NULL},
+    {"handle", Team_get_handle, NULL, "The C shmem_team_t as an int.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+static PyNumberMethods Team_as_number = {.nb_bool = Team_bool};
+
+static PyTypeObject TeamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ushmem.Team",
+    .tp_basicsize = sizeof(TeamObj),
+    .tp_dealloc = (destructor)PyObject_Free,
+    .tp_repr = Team_repr,
+    .tp_as_number = &Team_as_number,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An OpenSHMEM team (from team_split_strided / team_split_2d, or TEAM_WORLD, "
+              "TEAM_SHARED, TEAM_INVALID). Teams the package made are destroyed by finalize.",
+    .tp_methods = Team_methods,
+    .tp_getset = Team_getset,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Collectives                                                                */
+/* ------------------------------------------------------------------------ */
+
+static int coll_spans(PyObject *dobj, PyObject *sobj, size_t dn, size_t sn, span_t *d, span_t *s,
+                      const char *fn)
+{
+    if (span_get(dobj, d, 1, fn, "dest"))
+        return -1;
+    if (span_get(sobj, s, 0, fn, "source")) {
+        span_release(d);
+        return -1;
+    }
+    if (check_sym_span(d, dn, fn, "dest") || check_sym_span(s, sn, fn, "source")) {
+        span_release(s);
+        span_release(d);
+        return -1;
+    }
+    return 0;
+}
+
+static int mul_size(size_t a, size_t b, size_t *out, const char *fn)
+{
+    if (b && a > SIZE_MAX / b) {
+        PyErr_Format(PyExc_ValueError, "%s: size overflows", fn);
+        return -1;
+    }
+    *out = a * b;
+    return 0;
+}
+
+/* kind: 0 alltoall (dest, src: n_team * nbytes), 1 fcollect (dest n_team * nbytes, src nbytes) */
+static PyObject *coll_blocks(PyObject *const *args, PyObject *stream, int kind, const char *fn)
+{
+    shmem_team_t t;
+    size_t n, total;
+    span_t d, s;
+    if (team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nbytes") ||
+        check_stream(stream, fn) || mul_size((size_t)shmem_team_n_pes(t), n, &total, fn) ||
+        coll_spans(args[1], args[2], total, kind == 0 ? total : n, &d, &s, fn))
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = kind == 0 ? shmem_alltoallmem(t, d.sym, s.sym, n) : shmem_fcollectmem(t, d.sym, s.sym, n);
+    Py_END_ALLOW_THREADS
+    span_release(&s);
+    span_release(&d);
+    if (check_status(rc, fn))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_alltoallmem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 4, 4, "alltoallmem(team, dest, source, nbytes_per_pe)"))
+        return NULL;
+    return coll_blocks(args, NULL, 0, "alltoallmem");
+}
+static PyObject *py_alltoallmem_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 4, 5, "alltoallmem_on_stream(team, dest, source, nbytes, stream)"))
+        return NULL;
+    return coll_blocks(args, nargs > 4 ? args[4] : NULL, 0, "alltoallmem_on_stream");
+}
+static PyObject *py_fcollectmem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 4, 4, "fcollectmem(team, dest, source, nbytes)"))
+        return NULL;
+    return coll_blocks(args, NULL, 1, "fcollectmem");
+}
+
+static PyObject *bcast(PyObject *const *args, PyObject *stream, const char *fn)
+{
+    shmem_team_t t;
+    size_t n;
+    int root;
+    span_t d, s;
+    if (team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nbytes") ||
+        as_int(args[4], &root, fn, "pe_root") || check_stream(stream, fn))
+        return NULL;
+    if (root < 0 || root >= shmem_team_n_pes(t)) {
+        err(ERR_BADPE, "%s: pe_root %d is out of range (the team has %d PEs)", fn, root,
+            shmem_team_n_pes(t));
+        return NULL;
+    }
+    if (coll_spans(args[1], args[2], n, n, &d, &s, fn))
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shmem_broadcastmem(t, d.sym, s.sym, n, root);
+    Py_END_ALLOW_THREADS
+    span_release(&s);
+    span_release(&d);
+    if (check_status(rc, fn))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_broadcastmem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 5, 5, "broadcastmem(team, dest, source, nbytes, pe_root)"))
+        return NULL;
+    return bcast(args, NULL, "broadcastmem");
+}
+static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
+{
+    (void)self;
+    if (check_nargs(nargs, 5, 6, "broadcastmem_on_stream(team, dest, source, nbytes, pe_root, "
+                                 "stream)"))
+        return NULL;
+    return bcast(args, nargs > 5 ? args[5] : NULL, "broadcastmem_on_stream");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Atomics: the OpenSHMEM host matrix, <type>_atomic_<op>(dest, [cond,] [value,] pe) */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, ctype, kind, lo, hi): kind S signed, U unsigned, F floating. */
+#define T_INT(X)                                                   \
+    X(int, int, S, INT_MIN, INT_MAX)                               \
+    X(long, long, S, LONG_MIN, LONG_MAX)                           \
+    X(longlong, long long, S, LLONG_MIN, LLONG_MAX)                \
+    X(uint, unsigned int, U, 0, UINT_MAX)                          \
+    X(ulong, unsigned long, U, 0, ULONG_MAX)                       \
+    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX)             \
+    X(int32, int32_t, S, INT32_MIN, INT32_MAX)                     \
+    X(int64, int64_t, S, INT64_MIN, INT64_MAX)                     \
+    X(uint32, uint32_t, U, 0, UINT32_MAX)                          \
+    X(uint64, uint64_t, U, 0, UINT64_MAX)                          \
+    X(size, size_t, U, 0, SIZE_MAX)                                \
+    X(ptrdiff, ptrdiff_t, S, PTRDIFF_MIN, PTRDIFF_MAX)
+#define T_STD(X)                   \
+    X(float, float, F, 0, 0)       \
+    X(double, double, F, 0, 0)     \
+    T_INT(X)
+#define T_BIT(X)                                       \
+    X(uint, unsigned int, U, 0, UINT_MAX)              \
+    X(ulong, unsigned long, U, 0, ULONG_MAX)           \
+    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX) \
+    X(int32, int32_t, S, INT32_MIN, INT32_MAX)         \
+    X(int64, int64_t, S, INT64_MIN, INT64_MAX)         \
+    X(uint32, uint32_t, U, 0, UINT32_MAX)              \
+    X(uint64, uint64_t, U, 0, UINT64_MAX)
+
+static int conv_S(PyObject *o, long long lo, long long hi, long long *out, const char *fn,
+                  const char *what)
+{
+    long long v;
+    if (as_longlong(o, &v, fn, what))
+        return -1;
+    if (v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s: %s %lld does not fit the type", fn, what, v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int conv_U(PyObject *o, unsigned long long hi, unsigned long long *out, const char *fn,
+                  const char *what)
+{
+    uint64_t v;
+    if (as_u64(o, &v, fn, what))
+        return -1;
+    if (v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s: %s %llu does not fit the type", fn, what,
+                     (unsigned long long)v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int conv_F(PyObject *o, double *out, const char *fn, const char *what)
+{
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a number", fn, what);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+#define CONV_BODY_S(T, LO, HI)                                                               \
+    long long v;                                                                             \
+    if (conv_S(o, LO, HI, &v, fn, what))                                                     \
+        return -1;                                                                           \
+    *out = (T)v;                                                                             \
+    return 0;
+#define CONV_BODY_U(T, LO, HI)                                                               \
+    unsigned long long v;                                                                    \
+    if (conv_U(o, HI, &v, fn, what))                                                         \
+        return -1;                                                                           \
+    *out = (T)v;                                                                             \
+    return 0;
+#define CONV_BODY_F(T, LO, HI)                                                               \
+    double v;                                                                                \
+    if (conv_F(o, &v, fn, what))                                                             \
+        return -1;                                                                           \
+    *out = (T)v;                                                                             \
+    return 0;
+#define DEF_CONV(N, T, K, LO, HI)                                                            \
+    static int conv_##N(PyObject *o, T *out, const char *fn, const char *what)              \
+    {                                                                                        \
+        CONV_BODY_##K(T, LO, HI)                                                             \
+    }
+T_STD(DEF_CONV)
+#define RET_S(v) PyLong_FromLongLong((long long)(v))
+#define RET_U(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
+#define RET_F(v) PyFloat_FromDouble((double)(v))
+
+/* dest of an AMO: symmetric, aligned, on a reachable PE. */
+static int amo_target(PyObject *o, PyObject *peobj, size_t size, void **dest, int *pe,
+                      const char *fn)
+{
+    span_t s;
+    if (check_pe(peobj, pe, fn) || check_reach(*pe, fn) || span_get(o, &s, 0, fn, "dest"))
+        return -1;
+    span_release(&s);
+    if (check_sym_span(&s, size, fn, "dest"))
+        return -1;
+    if ((uintptr_t)s.sym % size)
+        return err(ERR_INVALID, "%s: dest %p is not %zu-byte aligned", fn,
+                   (void *)s.sym, size);
+    *dest = s.sym;
+    return 0;
+}
+
+#define AMO_FETCH(N, T, K, LO, HI)                                                           \
+    static PyObject *py_##N##_atomic_fetch(PyObject *self, PyObject *const *args,          \
+                                           Py_ssize_t nargs)                                 \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_fetch";                                         \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_fetch(source, pe)") ||                      \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        return RET_##K(shmem_##N##_atomic_fetch((const T *)d, pe));                          \
+    }
+#define DEF_AMO_VAL_VOID(N, T, K, LO, HI, OP)                                                \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
+                                          Py_ssize_t nargs)                                  \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_" #OP;                                          \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        T v;                                                                                 \
+        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||               \
+            conv_##N(args[1], &v, fn, "value") ||                                 \
+            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        shmem_##N##_atomic_##OP((T *)d, v, pe);                                              \
+        Py_RETURN_NONE;                                                                      \
+    }
+#define DEF_AMO_VAL_FETCH(N, T, K, LO, HI, OP)                                               \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
+                                          Py_ssize_t nargs)                                  \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_" #OP;                                          \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        T v;                                                                                 \
+        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||               \
+            conv_##N(args[1], &v, fn, "value") ||                                 \
+            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        return RET_##K(shmem_##N##_atomic_##OP((T *)d, v, pe));                              \
+    }
+#define DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, OP)                                              \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
+                                          Py_ssize_t nargs)                                  \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_" #OP;                                          \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                      \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        shmem_##N##_atomic_##OP((T *)d, pe);                                                 \
+        Py_RETURN_NONE;                                                                      \
+    }
+#define DEF_AMO_NOVAL_FETCH(N, T, K, LO, HI, OP)                                             \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
+                                          Py_ssize_t nargs)                                  \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_" #OP;                                          \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                      \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        return RET_##K(shmem_##N##_atomic_##OP((T *)d, pe));                                 \
+    }
+#define DEF_AMO_CSWAP(N, T, K, LO, HI)                                                       \
+    static PyObject *py_##N##_atomic_compare_swap(PyObject *self, PyObject *const *args,   \
+                                                  Py_ssize_t nargs)                          \
+    {                                                                                        \
+        (void)self;                                                                          \
+        static const char fn[] = #N "_atomic_compare_swap";                                  \
+        void *d;                                                                             \
+        int pe;                                                                              \
+        T c, v;                                                                              \
+        if (check_nargs(nargs, 4, 4, #N "_atomic_compare_swap(dest, cond, value, pe)") ||   \
+            conv_##N(args[1], &c, fn, "cond") ||                                  \
+            conv_##N(args[2], &v, fn, "value") ||                                 \
+            amo_target(args[0], args[3], sizeof(T), &d, &pe, fn))                            \
+            return NULL;                                                                     \
+        return RET_##K(shmem_##N##_atomic_compare_swap((T *)d, c, v, pe));                   \
+    }
+
+#define DEF_SET(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, set)
+#define DEF_SWAP(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, swap)
+#define DEF_FADD(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_add)
+#define DEF_ADD(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, add)
+#define DEF_FINC(N, T, K, LO, HI) DEF_AMO_NOVAL_FETCH(N, T, K, LO, HI, fetch_inc)
+#define DEF_INC(N, T, K, LO, HI) DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, inc)
+#define DEF_FAND(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_and)
+#define DEF_FOR(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_or)
+#define DEF_FXOR(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_xor)
+#define DEF_AND(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, and)
+#define DEF_OR(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, or)
+#define DEF_XOR(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, xor)
+
+T_STD(AMO_FETCH)
+T_STD(DEF_SET)
+T_STD(DEF_SWAP)
+T_INT(DEF_AMO_CSWAP)
+T_INT(DEF_FINC)
+T_INT(DEF_INC)
+T_INT(DEF_FADD)
+T_INT(DEF_ADD)
+T_BIT(DEF_FAND)
+T_BIT(DEF_FOR)
+T_BIT(DEF_FXOR)
+T_BIT(DEF_AND)
+T_BIT(DEF_OR)
+T_BIT(DEF_XOR)
+
+#define ML(N, OP) {#N "_atomic_" #OP, FN(py_##N##_atomic_##OP), METH_FASTCALL, NULL},
+#define ML_FETCH(N, T, K, LO, HI) ML(N, fetch)
+#define ML_SET(N, T, K, LO, HI) ML(N, set)
+#define ML_SWAP(N, T, K, LO, HI) ML(N, swap)
+#define ML_CSWAP(N, T, K, LO, HI) ML(N, compare_swap)
+#define ML_FINC(N, T, K, LO, HI) ML(N, fetch_inc)
+#define ML_INC(N, T, K, LO, HI) ML(N, inc)
+#define ML_FADD(N, T, K, LO, HI) ML(N, fetch_add)
+#define ML_ADD(N, T, K, LO, HI) ML(N, add)
+#define ML_FAND(N, T, K, LO, HI) ML(N, fetch_and)
+#define ML_FOR(N, T, K, LO, HI) ML(N, fetch_or)
+#define ML_FXOR(N, T, K, LO, HI) ML(N, fetch_xor)
+#define ML_AND(N, T, K, LO, HI) ML(N, and)
+#define ML_OR(N, T, K, LO, HI) ML(N, or)
+#define ML_XOR(N, T, K, LO, HI) ML(N, xor)
+
+/* ------------------------------------------------------------------------ */
+/* Module                                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define F_(name, flags, doc) {#name, FN(py_##name), flags, doc},
+static PyMethodDef methods[] = {
+    /* setup */
+    {"init", FN(py_init), METH_VARARGS | METH_KEYWORDS,
+     "init(thread_level=THREAD_MULTIPLE) -> provided: from the launcher environment (ushrun, "
+     "torchrun, or alone)."},
+    F_(get_uniqueid, METH_NOARGS, "get_uniqueid() -> bytes (128): rank 0 makes it, ships it.")
+    {"init_attr", FN(py_init_attr), METH_VARARGS | METH_KEYWORDS,
+     "init_attr(rank, nranks, uid, device=None, thread_level=THREAD_MULTIPLE)"},
+    F_(finalize, METH_NOARGS, "finalize(): destroys the package's teams, reports leaked "
+                              "symmetric memory (LeakWarning), finalizes the library.")
+    F_(is_initialized, METH_NOARGS, NULL)
+    F_(my_pe, METH_NOARGS, NULL)
+    F_(n_pes, METH_NOARGS, NULL)
+    F_(query_thread, METH_NOARGS, NULL)
+    F_(pe_accessible, METH_O, NULL)
+    F_(addr_accessible, METH_FASTCALL, "addr_accessible(addr, pe)")
+    F_(info_get_version, METH_NOARGS, NULL)
+    F_(info_get_name, METH_NOARGS, NULL)
+    F_(wtime, METH_NOARGS, NULL)
+    F_(global_exit, METH_O, "global_exit(status): stops every PE of the job.")
+    /* memory */
+    {"create_buffer", FN(py_create_buffer), METH_VARARGS | METH_KEYWORDS,
+     "create_buffer(nbytes, device=None, zero=False) -> SymmetricBuffer (collective)"},
+    F_(malloc, METH_O, "malloc(nbytes) -> int address (collective)")
+    F_(calloc, METH_FASTCALL, "calloc(count, size) -> int address (collective)")
+    F_(align, METH_FASTCALL, "align(alignment, nbytes) -> int address (collective)")
+    F_(free, METH_O, "free(addr_or_buffer) (collective)")
+    F_(ptr, METH_FASTCALL, "ptr(dest, pe) -> address of pe's copy in this process, or None")
+    F_(get_peer_buffer, METH_FASTCALL,
+       "get_peer_buffer(buf, pe, nbytes=None) -> non-owning SymmetricBuffer view of pe's copy")
+    F_(get_heap_bases, METH_O, "get_heap_bases(buf) -> [address of each PE's copy, or None]")
+    F_(buffer_register, METH_FASTCALL, "buffer_register(addr, length=None)")
+    F_(buffer_unregister, METH_O, NULL)
+    F_(buffer_unregister_all, METH_NOARGS, NULL)
+    {"_allocations", FN(py_allocations), METH_NOARGS, "[(addr, nbytes, kind)] live allocations"},
+    {"_owner_of", FN(py_owner_of), METH_O, NULL},
+    /* RMA */
+    F_(putmem, METH_FASTCALL, "putmem(dest, source, nbytes, pe)")
+    F_(getmem, METH_FASTCALL, "getmem(dest, source, nbytes, pe)")
+    F_(putmem_nbi, METH_FASTCALL, NULL)
+    F_(getmem_nbi, METH_FASTCALL, NULL)
+    F_(putmem_on_stream, METH_FASTCALL, "putmem_on_stream(dest, source, nbytes, pe, stream=None)")
+    F_(getmem_on_stream, METH_FASTCALL, "getmem_on_stream(dest, source, nbytes, pe, stream=None)")
+    F_(putmem_nbi_on_stream, METH_FASTCALL, NULL)
+    F_(getmem_nbi_on_stream, METH_FASTCALL, NULL)
+    F_(putmem_signal, METH_FASTCALL, "putmem_signal" PUT_SIGNAL_SIG ")")
+    F_(putmem_signal_nbi, METH_FASTCALL, NULL)
+    F_(putmem_signal_on_stream, METH_FASTCALL, "putmem_signal_on_stream" PUT_SIGNAL_SIG
+                                               ", stream=None)")
+    F_(signal_fetch, METH_O, NULL)
+    F_(signal_wait_until, METH_FASTCALL, "signal_wait_until(sig_addr, cmp, cmp_value) -> value")
+    F_(signal_wait_until_on_stream, METH_FASTCALL, NULL)
+    /* sync */
+    F_(fence, METH_NOARGS, NULL)
+    F_(quiet, METH_NOARGS, NULL)
+    F_(barrier_all, METH_NOARGS, NULL)
+    F_(sync_all, METH_NOARGS, NULL)
+    F_(quiet_on_stream, METH_FASTCALL, NULL)
+    F_(barrier_all_on_stream, METH_FASTCALL, NULL)
+    F_(sync_all_on_stream, METH_FASTCALL, NULL)
+    F_(barrier, METH_O, "barrier(team): quiet + team sync")
+    F_(team_sync, METH_O, NULL)
+    F_(barrier_on_stream, METH_FASTCALL, NULL)
+    F_(team_sync_on_stream, METH_FASTCALL, NULL)
+    /* teams */
+    F_(team_my_pe, METH_O, NULL)
+    F_(team_n_pes, METH_O, NULL)
+    F_(team_translate_pe, METH_FASTCALL, "team_translate_pe(src_team, src_pe, dest_team)")
+    {"team_split_strided", FN(py_team_split_strided), METH_VARARGS | METH_KEYWORDS,
+     "team_split_strided(parent, start, stride, size, config=None, config_mask=0) -> "
+     "(status, team)"},
+    {"team_split_2d", FN(py_team_split_2d), METH_VARARGS | METH_KEYWORDS,
+     "team_split_2d(parent, xrange, xaxis_config=None, xaxis_mask=0, yaxis_config=None, "
+     "yaxis_mask=0) -> (status, xteam, yteam)"},
+    F_(team_destroy, METH_O, NULL)
+    /* collectives */
+    F_(alltoallmem, METH_FASTCALL, "alltoallmem(team, dest, source, nbytes_per_pe)")
+    F_(alltoallmem_on_stream, METH_FASTCALL, NULL)
+    F_(broadcastmem, METH_FASTCALL, "broadcastmem(team, dest, source, nbytes, pe_root)")
+    F_(broadcastmem_on_stream, METH_FASTCALL, NULL)
+    F_(fcollectmem, METH_FASTCALL, "fcollectmem(team, dest, source, nbytes)")
+    /* atomics */
+    T_STD(ML_FETCH) T_STD(ML_SET) T_STD(ML_SWAP) T_INT(ML_CSWAP) T_INT(ML_FINC) T_INT(ML_INC)
+    T_INT(ML_FADD) T_INT(ML_ADD) T_BIT(ML_FAND) T_BIT(ML_FOR) T_BIT(ML_FXOR) T_BIT(ML_AND)
+    T_BIT(ML_OR) T_BIT(ML_XOR)
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "ushmem._ushmem",
+    "CPython binding of libushmem (see the ushmem package for the documented API).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+static int add_int(PyObject *m, const char *name, long v)
+{
+    return PyModule_AddIntConstant(m, name, v);
+}
+
+PyMODINIT_FUNC PyInit__ushmem(void)
+{
+    /* The interpreter's .data/.bss must not be remapped onto shared memory at
+     * init (pointless for Python, unsafe with torch's threads running). */
+    setenv("USHMEM_STATIC_DATA", "0", 0);
+
+    if (PyType_Ready(&SymBufType) < 0 || PyType_Ready(&TeamType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    PyObject *dict = Py_BuildValue("{s:i,s:s}", "code", ERR_INVALID, "message", "");
+    Error = dict ? PyErr_NewExceptionWithDoc("ushmem.Error",
+                                             "An OpenSHMEM call failed or was refused: .code "
+                                             "(ushmem.ERR_*) and .message say why.",
+                                             PyExc_RuntimeError, dict)
+                 : NULL;
+    Py_XDECREF(dict);
+    LeakWarning = PyErr_NewExceptionWithDoc(
+        "ushmem.LeakWarning",
+        "Symmetric memory was garbage-collected without free(), or was still allocated at "
+        "finalize().",
+        PyExc_UserWarning, NULL);
+    g_teams = PyList_New(0);
+    g_team_world = team_new(SHMEM_TEAM_WORLD, "TEAM_WORLD", 0);
+    g_team_shared = team_new(SHMEM_TEAM_SHARED, "TEAM_SHARED", 0);
+    g_team_invalid = team_new(SHMEM_TEAM_INVALID, "TEAM_INVALID", 0);
+    if (!Error || !LeakWarning || !g_teams || !g_team_world || !g_team_shared ||
+        !g_team_invalid)
+        goto fail;
+    if (PyModule_AddObjectRef(m, "Error", Error) < 0 ||
+        PyModule_AddObjectRef(m, "LeakWarning", LeakWarning) < 0 ||
+        PyModule_AddObjectRef(m, "SymmetricBuffer", (PyObject *)&SymBufType) < 0 ||
+        PyModule_AddObjectRef(m, "Team", (PyObject *)&TeamType) < 0 ||
+        PyModule_AddObjectRef(m, "TEAM_WORLD", (PyObject *)g_team_world) < 0 ||
+        PyModule_AddObjectRef(m, "TEAM_SHARED", (PyObject *)g_team_shared) < 0 ||
+        PyModule_AddObjectRef(m, "TEAM_INVALID", (PyObject *)g_team_invalid) < 0)
+        goto fail;
+#define ADD_ERR(name, val, msg) add_int(m, #name, val) ||
+    if (ERR_TABLE(ADD_ERR) 0)
+        goto fail;
+#undef ADD_ERR
+    if (add_int(m, "SIGNAL_SET", SHMEM_SIGNAL_SET) || add_int(m, "SIGNAL_ADD", SHMEM_SIGNAL_ADD) ||
+        add_int(m, "CMP_EQ", SHMEM_CMP_EQ) || add_int(m, "CMP_NE", SHMEM_CMP_NE) ||
+        add_int(m, "CMP_GT", SHMEM_CMP_GT) || add_int(m, "CMP_GE", SHMEM_CMP_GE) ||
+        add_int(m, "CMP_LT", SHMEM_CMP_LT) || add_int(m, "CMP_LE", SHMEM_CMP_LE) ||
+        add_int(m, "THREAD_SINGLE", SHMEM_THREAD_SINGLE) ||
+        add_int(m, "THREAD_FUNNELED", SHMEM_THREAD_FUNNELED) ||
+        add_int(m, "THREAD_SERIALIZED", SHMEM_THREAD_SERIALIZED) ||
+        add_int(m, "THREAD_MULTIPLE", SHMEM_THREAD_MULTIPLE) ||
+        add_int(m, "TEAM_NUM_CONTEXTS", SHMEM_TEAM_NUM_CONTEXTS) ||
+        add_int(m, "MALLOC_HOST", SHMEMX_MALLOC_HOST) ||
+        add_int(m, "MALLOC_DEVICE", SHMEMX_MALLOC_DEVICE) ||
+        add_int(m, "UNIQUEID_BYTES", SHMEMX_UNIQUEID_BYTES) ||
+        add_int(m, "MAJOR_VERSION", SHMEM_MAJOR_VERSION) ||
+        add_int(m, "MINOR_VERSION", SHMEM_MINOR_VERSION) ||
+        PyModule_AddObjectRef(m, "HAVE_CUDA", Py_False) < 0 ||
+        PyModule_AddStringConstant(m, "VENDOR_STRING", SHMEM_VENDOR_STRING) < 0)
+        goto fail;
+    refresh_init_cache();
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,134 @@
+/* The device symmetric heap's allocation routines: the same deterministic
+ * allocator as the host heap (heap/alloc.c) over the user part of the CUDA
+ * device heap the cuda transport creates, with the same collective semantics
+ * (identical offsets everywhere, a barrier before returning). Contents are
+ * touched only through the driver (clear, realloc's copy). */
+#include <pthread.h>
+#include <string.h>
+
+#include "heap/alloc.h"
+#include "transport/cuda/cuda_priv.h"
+
+static ushmemi_alloc_t *dev_arena;
+static char *dev_base;
+static size_t dev_size;
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ushmemi_devheap_init(char *arena, size_t size, const char *call)
+{
+    int rc = ushmemi_alloc_create(&dev_arena, size, USHMEMI_CUDA_HEAP_ALIGN);
+    if (rc) {
+        ushmemi_error(call, "cannot set up the device heap allocator: %s", ushmemi_strerror(rc));
+        return rc;
+    }
+    dev_base = arena;
+    dev_size = size;
+    return 0;
+}
+
+void ushmemi_devheap_fini(void)
+{
+    if (dev_arena)
+        ushmemi_alloc_destroy(dev_arena);
+    dev_arena = NULL;
+    dev_base = NULL;
+    dev_size = 0;
+}
+
+static void dev_clear(void *p, size_t n, const char *call)
+{
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&ushmemi_cuda.lock);
+    CU_CHECK(ushmemi_cu.cuMemsetD8Async((CUdeviceptr)(uintptr_t)p, 0, n, ushmemi_cuda.stream),
+             call);
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
+    pthread_mutex_unlock(&ushmemi_cuda.lock);
+}
+
+void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *call)
+{
+    size_t off = 0;
+    USHMEMI_CHECK_INIT(call);
+    if (!dev_arena)
+        ushmemi_fatal(call, "no device heap: no CUDA device is bound to this PE (set "
+                            "USHMEM_DEVICE, LOCAL_RANK or shmemx_init_attr's device)");
+    if (size == 0) {
+        ushmemi_sync_world();
+        return NULL;
+    }
+    pthread_mutex_lock(&dev_lock);
+    int rc = ushmemi_alloc_alloc(dev_arena, size, align, &off);
+    pthread_mutex_unlock(&dev_lock);
+    if (rc == 0 && zero)
+        dev_clear(dev_base + off, size, call);
+    /* Nobody may touch a peer's block before the peer has it (and cleared it). */
+    ushmemi_sync_world();
+    if (rc) {
+        if (rc == USHMEM_ENOMEM)
+            ushmemi_debug(call, "device heap exhausted: %zu bytes requested, largest free block "
+                                "%zu of %zu free (raise USHMEM_DEVICE_HEAP_SIZE)",
+                          size, ushmemi_alloc_largest_free(dev_arena),
+                          ushmemi_alloc_bytes_free(dev_arena));
+        else
+            ushmemi_debug(call, "invalid request: size %zu, alignment %zu", size, align);
+        return NULL;
+    }
+    return dev_base + off;
+}
+
+static int dev_offset(const void *ptr, size_t *off, const char *call)
+{
+    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)dev_base;
+    size_t size;
+    if (p < b || p - b >= dev_size) {
+        ushmemi_error(call, "%p is not on the device symmetric heap", ptr);
+        return USHMEM_ENOTSYM;
+    }
+    if (ushmemi_alloc_size_of(dev_arena, p - b, &size) != 0) {
+        ushmemi_error(call, "%p is not a live symmetric allocation (double free?)", ptr);
+        return USHMEM_ENOTFOUND;
+    }
+    *off = p - b;
+    return 0;
+}
+
+/* Called after heap.c's quiet + barrier. */
+void ushmemi_devheap_free(void *ptr, const char *call)
+{
+    size_t off;
+    pthread_mutex_lock(&dev_lock);
+    if (dev_offset(ptr, &off, call) == 0)
+        ushmemi_alloc_free(dev_arena, off);
+    pthread_mutex_unlock(&dev_lock);
+}
+
+/* Called after heap.c's quiet + barrier, with ptr != NULL and size > 0. */
+void *ushmemi_devheap_realloc(void *ptr, size_t size, const char *call)
+{
+    size_t off, old_size, new_off = 0;
+    int moved = 0;
+    pthread_mutex_lock(&dev_lock);
+    int rc = dev_offset(ptr, &off, call);
+    if (rc == 0) {
+        ushmemi_alloc_size_of(dev_arena, off, &old_size);
+        rc = ushmemi_alloc_realloc(dev_arena, off, size, &new_off, &moved);
+    }
+    if (rc == 0 && moved) {
+        ushmemi_cuda_ctx();
+        pthread_mutex_lock(&ushmemi_cuda.lock);
+        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)(dev_base + new_off),
+                                          (CUdeviceptr)(uintptr_t)ptr,
+                                          old_size < size ? old_size : size, ushmemi_cuda.stream),
+                 call);
+        CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
+        pthread_mutex_unlock(&ushmemi_cuda.lock);
+        ushmemi_alloc_free(dev_arena, off);
+    }
+    pthread_mutex_unlock(&dev_lock);
+    ushmemi_sync_world();
+    if (rc) {
+        ushmemi_debug(call, "cannot resize %p to %zu bytes: %s", ptr, size, ushmemi_strerror(rc));
+        return NULL;
+    }
+    return dev_base + new_off;
+}

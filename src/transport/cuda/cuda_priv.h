@@ -1,0 +1,96 @@
+/* State shared by the files of the cuda transport (not seen by the core). */
+#ifndef USHMEM_CUDA_PRIV_H
+#define USHMEM_CUDA_PRIV_H
+
+#include <pthread.h>
+
+#include "core/core.h"
+#include "core/prims.h"
+#include "transport/cuda/cuda_api.h"
+#include "transport/cuda/devmem.h"
+#include "transport/cuda/kernels_abi.h"
+
+/* Internal region at the start of every device heap (same layout on every
+ * PE), then the user arena. */
+#define USHMEMI_CUDA_INTERNAL_SIZE ((size_t)1 << 20)
+#define USHMEMI_CUDA_HEAP_ALIGN 256
+typedef struct {
+    /* recv[p]: how many stream-ordered sync signals PE p has sent to this PE
+     * (written by p with cuStreamWriteValue64; only grows). */
+    uint64_t recv[1];
+} ushmemi_cuda_sync_t;
+
+enum { CUDA_IPC_NONE = 0, CUDA_IPC_VMM = 1, CUDA_IPC_LEGACY = 2 };
+
+enum {
+    K_AMO32,
+    K_AMO64,
+    K_SIGADD,
+    K_COPY,
+    K_NFIXED,
+};
+
+typedef struct {
+    int device; /* ordinal bound, -1: none */
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;      /* internal, non-blocking: the host API's copies */
+    pthread_mutex_t lock; /* the internal stream and the scratch page */
+    uint64_t *scratch;    /* pinned host page, device-mapped */
+    CUdeviceptr scratch_d;
+    int nbi_pending; /* nbi work on the internal stream not yet synchronized */
+    CUmodule mod;    /* embedded kernels; NULL when built without nvcc */
+    CUfunction fixed[K_NFIXED];
+    /* device heap */
+    int ipc;
+    CUmemGenericAllocationHandle handle; /* vmm */
+    CUdeviceptr base;
+    size_t size;
+    size_t granularity;
+    int *peer_ipc; /* [n_pes]: how peer's heap was mapped here */
+    /* stream-ordered sync, host-side counts (enqueue order) */
+    uint64_t *sent;     /* [n_pes]: signals enqueued to each peer */
+    uint64_t *expected; /* [n_pes]: waits enqueued on each peer's signals */
+    pthread_mutex_t sync_lock;
+} ushmemi_cuda_t;
+
+extern ushmemi_cuda_t ushmemi_cuda __attribute__((visibility("hidden")));
+
+/* Small device-to-device copies at or below this size use the copy kernel
+ * (one launch) instead of cuMemcpyAsync; 0 disables. */
+extern size_t ushmemi_cuda_kcopy_max __attribute__((visibility("hidden")));
+
+/* Make the bound device's primary context current on this thread. */
+static inline void ushmemi_cuda_ctx(void)
+{
+    CUcontext c = NULL;
+    ushmemi_cu.cuCtxGetCurrent(&c);
+    if (USHMEMI_UNLIKELY(c != ushmemi_cuda.ctx))
+        ushmemi_cu.cuCtxSetCurrent(ushmemi_cuda.ctx);
+}
+
+/* Fatal with the driver's reason unless r is CUDA_SUCCESS. */
+void ushmemi_cuda_check(CUresult r, const char *what, const char *call);
+#define CU_CHECK(expr, call) ushmemi_cuda_check((expr), #expr, (call))
+
+/* A kernel by name from the embedded module, or fatal when the library was
+ * built without nvcc. */
+CUfunction ushmemi_cuda_kernel(const char *name, const char *call);
+CUfunction ushmemi_cuda_fixed(int k, const char *call);
+
+/* Local (not necessarily symmetric) pointer: 1 if it is device memory. */
+int ushmemi_cuda_is_device(const void *p);
+
+/* Stream-ordered sync among team members (stream.c). */
+void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call);
+/* Progress thread for waits that stream memory operations cannot express. */
+void ushmemi_cuda_progress_fini(void);
+
+/* Embedded fatbin image, or NULL (fatbin.c). */
+const void *ushmemi_cuda_kernels_image(void);
+
+/* Device heap allocator (src/heap/devheap.c). */
+int ushmemi_devheap_init(char *arena, size_t size, const char *call);
+void ushmemi_devheap_fini(void);
+
+#endif

@@ -1,0 +1,64 @@
+/* What the core sees of the cuda transport: the hooks its data paths call
+ * when device memory is involved, the device heap, and device binding.
+ *
+ * Every hook is called only while ushmemi_g.cuda_active is set (a device is
+ * bound and the device heap exists), so a job without CUDA pays one
+ * predictable branch per operation. Hooks that return int answer 1 when they
+ * handled the operation (device memory on either side) and 0 when the host
+ * path should run. They report bad input through ushmemi_fatal, as the host
+ * paths do. */
+#ifndef USHMEM_CUDA_DEVMEM_H
+#define USHMEM_CUDA_DEVMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/state.h"
+#include "transport/transport.h"
+
+extern const ushmemi_transport_ops_t ushmemi_transport_cuda;
+
+/* ---- binding (init.c, route.c) ---- */
+/* One line for ushmem_info: the driver and devices, or why CUDA is off. */
+void ushmemi_cuda_describe(FILE *out);
+/* Device ordinal from shmemx_init_attr (-1: none); consumed by the next init. */
+void ushmemi_cuda_request_device(int device);
+
+/* ---- device heap segment ---- */
+/* [addr, addr+1) lies in this PE's device heap (a symmetric device address). */
+static inline int ushmemi_cuda_is_sym(const void *addr)
+{
+    const ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
+    return (uintptr_t)addr - (uintptr_t)seg->base < seg->size;
+}
+
+/* ---- RMA (rma.c) ---- */
+/* remote: the peer's copy (already translated); sym_dev: the symmetric side is
+ * in the device heap. Blocking: complete on return (nbi: complete at quiet). */
+int ushmemi_cuda_put(void *remote, const void *local, size_t n, int sym_dev, int nbi,
+                     const char *call);
+int ushmemi_cuda_get(void *local, const void *remote, size_t n, int sym_dev, int nbi,
+                     const char *call);
+/* Strided blocks: nblocks rows of width bytes, pitches in bytes (> 0). */
+int ushmemi_cuda_strided(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t nblocks, int sym_dev, const char *call);
+void ushmemi_cuda_quiet(void);
+
+/* ---- AMOs and signals on the device heap (amo.c) ---- */
+uint64_t ushmemi_cuda_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
+                          uint64_t cond, const char *call);
+void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const char *call);
+
+/* ---- wait/test (wait.c) ---- */
+/* When addr is device memory, copy its size bytes to out and return 1. */
+int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call);
+
+/* ---- allocation (heap.c; src/heap/devheap.c) ---- */
+/* shmem_malloc and friends allocate device memory by default when a device
+ * is bound; hints choose explicitly. */
+void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *call);
+void ushmemi_devheap_free(void *ptr, const char *call);
+void *ushmemi_devheap_realloc(void *ptr, size_t size, const char *call);
+
+#endif

@@ -1,0 +1,103 @@
+// Kernels of the cuda transport, compiled by nvcc at build time into a
+// fatbin (sm_90 SASS + PTX) that the library embeds and loads with the driver
+// API. Each is tiny: the data path is copies and stream memory operations;
+// kernels only do what those cannot (atomics, reductions, small copies).
+#include "kernels_abi.h"
+
+// AMOs on device memory, one thread; the fetched value goes to pinned host
+// memory that the caller reads after synchronizing. System-scope atomics: a
+// peer on another GPU of the host may update the same word.
+template <typename T>
+__device__ static void amo(T *p, int op, T v, T c, unsigned long long *out)
+{
+    T old = 0;
+    switch (op) {
+    case USHMEMI_KAMO_FETCH: old = *(volatile T *)p; break;
+    case USHMEMI_KAMO_SET: atomicExch_system(p, v); break;
+    case USHMEMI_KAMO_SWAP: old = atomicExch_system(p, v); break;
+    case USHMEMI_KAMO_CSWAP: old = atomicCAS_system(p, c, v); break;
+    case USHMEMI_KAMO_ADD: old = atomicAdd_system(p, v); break;
+    case USHMEMI_KAMO_AND: old = atomicAnd_system(p, v); break;
+    case USHMEMI_KAMO_OR: old = atomicOr_system(p, v); break;
+    case USHMEMI_KAMO_XOR: old = atomicXor_system(p, v); break;
+    }
+    __threadfence_system();
+    *out = (unsigned long long)old;
+}
+
+extern "C" __global__ void ushmemi_k_amo32(unsigned int *p, int op, unsigned int v, unsigned int c,
+                                           unsigned long long *out)
+{
+    amo<unsigned int>(p, op, v, c, out);
+}
+
+extern "C" __global__ void ushmemi_k_amo64(unsigned long long *p, int op, unsigned long long v,
+                                           unsigned long long c, unsigned long long *out)
+{
+    amo<unsigned long long>(p, op, v, c, out);
+}
+
+// Signal ADD in stream order (stream memory operations can only write).
+extern "C" __global__ void ushmemi_k_sigadd(unsigned long long *p, unsigned long long v)
+{
+    __threadfence_system();
+    atomicAdd_system(p, v);
+}
+
+// Small copies: one block, 16-byte words when both ends allow it.
+extern "C" __global__ void ushmemi_k_copy(char *dst, const char *src, unsigned long long n)
+{
+    unsigned long long i = threadIdx.x;
+    if ((((unsigned long long)dst | (unsigned long long)src) & 15) == 0) {
+        unsigned long long n16 = n / 16;
+        for (unsigned long long k = i; k < n16; k += blockDim.x)
+            ((int4 *)dst)[k] = ((const int4 *)src)[k];
+        for (unsigned long long k = n16 * 16 + i; k < n; k += blockDim.x)
+            dst[k] = src[k];
+    } else {
+        for (unsigned long long k = i; k < n; k += blockDim.x)
+            dst[k] = src[k];
+    }
+}
+
+template <typename T> struct op_and { __device__ static T f(T a, T b) { return a & b; } };
+template <typename T> struct op_or { __device__ static T f(T a, T b) { return a | b; } };
+template <typename T> struct op_xor { __device__ static T f(T a, T b) { return a ^ b; } };
+template <typename T> struct op_max { __device__ static T f(T a, T b) { return a > b ? a : b; } };
+template <typename T> struct op_min { __device__ static T f(T a, T b) { return a < b ? a : b; } };
+template <typename T> struct op_sum { __device__ static T f(T a, T b) { return a + b; } };
+template <typename T> struct op_prod { __device__ static T f(T a, T b) { return a * b; } };
+
+// Every PE reduces the whole vector over all members, in member order, so all
+// PEs get bit-identical floating-point results.
+template <typename T, typename OP> __device__ static void reduce(const ushmemi_kred_args_t &a)
+{
+    T *d = (T *)a.dest;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < a.nelems; i += (unsigned long long)gridDim.x * blockDim.x) {
+        T acc = ((const T *)a.src[0])[i];
+        for (int k = 1; k < a.npes; k++)
+            acc = OP::f(acc, ((const T *)a.src[k])[i]);
+        d[i] = acc;
+    }
+}
+
+#define RED_KERNEL(sfx, T, opn)                                                         \
+    extern "C" __global__ void ushmemi_k_red_##sfx##_##opn(const ushmemi_kred_args_t a) \
+    {                                                                                   \
+        reduce<T, op_##opn<T>>(a);                                                      \
+    }
+#define RED_INT(sfx, T)                                                                 \
+    RED_KERNEL(sfx, T, and)                                                             \
+    RED_KERNEL(sfx, T, or) RED_KERNEL(sfx, T, xor) RED_KERNEL(sfx, T, max)            \
+        RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+#define RED_FLOAT(sfx, T)                                                               \
+    RED_KERNEL(sfx, T, max)                                                             \
+    RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+
+RED_INT(i32, int)
+RED_INT(i64, long long)
+RED_INT(u32, unsigned int)
+RED_INT(u64, unsigned long long)
+RED_FLOAT(f32, float)
+RED_FLOAT(f64, double)

@@ -1,0 +1,101 @@
+/* Run-time loading of the CUDA driver (libfabric's hmem_cuda pattern): dlopen
+ * libcuda.so.1, take cuGetProcAddress from it and ask that for every entry
+ * point of USHMEMI_CU_FUNCS at the CUDA 12.0 ABI. Nothing links against
+ * CUDA; a machine without a driver gets a reason string, not an error. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "transport/cuda/cuda_api.h"
+
+ushmemi_cu_t ushmemi_cu;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_rc = USHMEM_EUNSUPPORTED;
+static char load_reason[256] = "not loaded";
+
+/* cuGetProcAddress_v2 (CUDA >= 12.0): the fifth argument reports whether the
+ * symbol exists at the requested version. */
+typedef CUresult (*get_proc_v2_t)(const char *sym, void **pfn, int ver, uint64_t flags,
+                                  int *status);
+
+#define CU_ABI_VERSION 12000
+
+static void load(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(load_reason, sizeof load_reason,
+                 "libcuda.so.1 not found (no NVIDIA driver on this machine): %s", dlerror());
+        return;
+    }
+    get_proc_v2_t get_proc = (get_proc_v2_t)dlsym(lib, "cuGetProcAddress_v2");
+    if (!get_proc) {
+        snprintf(load_reason, sizeof load_reason,
+                 "the NVIDIA driver is older than CUDA 12.0 (no cuGetProcAddress_v2)");
+        goto close_lib;
+    }
+#define USHMEMI_CU_LOOKUP(name, proto)                                                        \
+    {                                                                                         \
+        void *fn = NULL;                                                                      \
+        int status = 0;                                                                       \
+        if (get_proc(#name, &fn, CU_ABI_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) \
+                != CUDA_SUCCESS ||                                                            \
+            !fn) {                                                                            \
+            snprintf(load_reason, sizeof load_reason,                                         \
+                     "the NVIDIA driver lacks %s (driver too old?)", #name);                  \
+            goto close_lib;                                                                   \
+        }                                                                                     \
+        memcpy(&ushmemi_cu.name, &fn, sizeof fn);                                             \
+    }
+    USHMEMI_CU_FUNCS(USHMEMI_CU_LOOKUP)
+#undef USHMEMI_CU_LOOKUP
+
+    int ver = 0;
+    CUresult r = ushmemi_cu.cuInit(0);
+    if (r == CUDA_SUCCESS)
+        r = ushmemi_cu.cuDriverGetVersion(&ver);
+    if (r != CUDA_SUCCESS) {
+        snprintf(load_reason, sizeof load_reason, "cuInit failed: %s",
+                 r == CUDA_ERROR_NO_DEVICE ? "no CUDA device visible" : ushmemi_cu_errstr(r));
+        goto close_lib;
+    }
+    int ndev = 0;
+    r = ushmemi_cu.cuDeviceGetCount(&ndev);
+    if (r != CUDA_SUCCESS || ndev < 1) {
+        snprintf(load_reason, sizeof load_reason, "no CUDA device visible");
+        goto close_lib;
+    }
+    snprintf(load_reason, sizeof load_reason, "driver CUDA %d.%d, %d device%s", ver / 1000,
+             ver % 1000 / 10, ndev, ndev == 1 ? "" : "s");
+    load_rc = 0;
+    return; /* the library stays loaded for the life of the process */
+close_lib:
+    memset(&ushmemi_cu, 0, sizeof ushmemi_cu);
+    dlclose(lib);
+}
+
+int ushmemi_cu_load(void)
+{
+    pthread_once(&load_once, load);
+    return load_rc;
+}
+
+const char *ushmemi_cu_reason(void)
+{
+    return load_reason;
+}
+
+const char *ushmemi_cu_errstr(CUresult r)
+{
+    static __thread char buf[160];
+    const char *name = NULL, *str = NULL;
+    if (ushmemi_cu.cuGetErrorName)
+        ushmemi_cu.cuGetErrorName(r, &name);
+    if (ushmemi_cu.cuGetErrorString)
+        ushmemi_cu.cuGetErrorString(r, &str);
+    snprintf(buf, sizeof buf, "%s (%s)", name ? name : "CUDA error", str ? str : "unknown");
+    return buf;
+}

@@ -1,0 +1,688 @@
+/* Stream-ordered API (shmemx_*_on_stream). Each call checks its arguments,
+ * enqueues work on the caller's stream and returns.
+ *
+ * - Data moves with cuMemcpyAsync between mapped addresses (unified
+ *   addressing), or with a one-block kernel for small device copies.
+ * - Synchronization is stream memory operations on the device heaps' sync
+ *   counters: PE a's k-th signal to PE b is cuStreamWriteValue64(k) into
+ *   b's recv[a]; b's k-th wait on a is cuStreamWaitValue64(recv[a] >= k).
+ *   The counts are kept on the host in enqueue order, so barriers on any
+ *   team and any stream share one set of counters and nothing is reset. No
+ *   kernel spins: with several PEs on one GPU a spinning kernel holds the GPU
+ *   for its time slice and the barrier costs milliseconds.
+ * - Waits that memory operations cannot express (NE, LT, LE, and anything on
+ *   host memory) are released by a host progress thread: the stream writes a
+ *   "reached" word and waits on a "gate" word, both in pinned host memory;
+ *   the thread sees "reached", evaluates the condition, opens the gate. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/team.h"
+#include "transport/cuda/cuda_priv.h"
+
+/* ---- argument checks ---- */
+
+static void need_cuda(const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (USHMEMI_UNLIKELY(!ushmemi_g.cuda_active))
+        ushmemi_fatal(call, "a CUDA stream or device memory needs a bound CUDA device, and this "
+                            "PE has none (set USHMEM_DEVICE, LOCAL_RANK or shmemx_init_attr's "
+                            "device; USHMEM_TRANSPORTS, if set, must include cuda)");
+    ushmemi_cuda_ctx();
+}
+
+/* The copy of symmetric [sym, sym+n) on pe as mapped here; *dev: device heap. */
+static char *sym_peer(const void *sym, size_t n, int pe, int *dev, const char *what,
+                      const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (pe < 0 || pe >= ushmemi_g.n_pes)
+        ushmemi_fatal(call, "PE %d out of range (n_pes %d)", pe, ushmemi_g.n_pes);
+    int s = ushmemi_seg_of(sym, n ? n : 1);
+    if (s < 0)
+        ushmemi_fatal(call, "%s %p (%zu bytes) is not a symmetric address (allocate it with "
+                            "shmem_malloc)",
+                      what, sym, n);
+    char *r = ushmemi_xlate(sym, pe);
+    if (!r)
+        ushmemi_fatal(call, "PE %d's %s heap is not mapped in this process (another host, or "
+                            "a GPU without peer access)",
+                      pe, ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE ? "device" : "host");
+    *dev = ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE;
+    return r;
+}
+
+static int local_is_dev(const void *p)
+{
+    return ushmemi_g.cuda_active && ushmemi_cuda_is_device(p);
+}
+
+/* ---- stream-ordered host work ---- */
+
+typedef struct {
+    void *d;
+    const void *s;
+    size_t n;
+    uint64_t *sig;
+    uint64_t value;
+    int sig_op;
+} host_op_t;
+
+static void host_op_fn(void *p)
+{
+    host_op_t *op = p;
+    if (op->n)
+        memcpy(op->d, op->s, op->n);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (op->sig) {
+        if (op->sig_op == SHMEM_SIGNAL_ADD)
+            __atomic_fetch_add(op->sig, op->value, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(op->sig, op->value, __ATOMIC_RELEASE);
+    }
+    free(op);
+}
+
+static void enqueue_host_op(CUstream s, void *d, const void *src, size_t n, uint64_t *sig,
+                            uint64_t value, int sig_op, const char *call)
+{
+    host_op_t *op = malloc(sizeof *op);
+    if (!op)
+        ushmemi_fatal(call, "out of memory");
+    *op = (host_op_t){d, src, n, sig, value, sig_op};
+    CU_CHECK(ushmemi_cu.cuLaunchHostFunc(s, host_op_fn, op), call);
+}
+
+/* dst/src: addresses valid here; ddev/sdev: device memory. */
+static void stream_copy(void *dst, int ddev, const void *src, int sdev, size_t n, CUstream s,
+                        const char *call)
+{
+    if (!ddev && !sdev) {
+        enqueue_host_op(s, dst, src, n, NULL, 0, 0, call);
+    } else if (ddev && sdev && n <= ushmemi_cuda_kcopy_max && ushmemi_cuda.mod) {
+        unsigned long long nn = n;
+        void *params[] = {&dst, &src, &nn};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda.fixed[K_COPY], 1, 1, 1, 256, 1, 1, 0, s,
+                                           params, NULL),
+                 call);
+    } else {
+        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
+                                          (CUdeviceptr)(uintptr_t)src, n, s),
+                 call);
+    }
+}
+
+/* ---- RMA and signals ---- */
+
+USHMEMI_API void shmemx_putmem_on_stream(void *dest, const void *source, size_t nelems, int pe,
+                                         shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_putmem_on_stream";
+    int ddev;
+    if (nelems == 0) {
+        USHMEMI_CHECK_INIT(call);
+        return;
+    }
+    char *r = sym_peer(dest, nelems, pe, &ddev, "dest", call);
+    int sdev = local_is_dev(source);
+    if (!stream && !ddev && !sdev) {
+        ushmemi_put(SHMEM_CTX_DEFAULT, dest, source, nelems, pe, call);
+        return;
+    }
+    need_cuda(call);
+    stream_copy(r, ddev, source, sdev, nelems, (CUstream)stream, call);
+}
+
+USHMEMI_API void shmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int pe,
+                                         shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_getmem_on_stream";
+    int sdev;
+    if (nelems == 0) {
+        USHMEMI_CHECK_INIT(call);
+        return;
+    }
+    char *r = sym_peer(source, nelems, pe, &sdev, "source", call);
+    int ddev = local_is_dev(dest);
+    if (!stream && !ddev && !sdev) {
+        ushmemi_get(SHMEM_CTX_DEFAULT, dest, source, nelems, pe, call);
+        return;
+    }
+    need_cuda(call);
+    stream_copy(dest, ddev, r, sdev, nelems, (CUstream)stream, call);
+}
+
+static void stream_signal(uint64_t *rsig, int sdev, uint64_t value, int sig_op, CUstream s,
+                          const char *call)
+{
+    if (!sdev) {
+        enqueue_host_op(s, NULL, NULL, 0, rsig, value, sig_op, call);
+    } else if (sig_op == SHMEM_SIGNAL_SET) {
+        /* The default flags put a system-wide fence before the write: the
+         * data copied earlier in the stream is visible before the signal. */
+        CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, (CUdeviceptr)(uintptr_t)rsig, value,
+                                                 CU_STREAM_WRITE_VALUE_DEFAULT),
+                 call);
+    } else {
+        CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
+        unsigned long long v = value;
+        void *params[] = {&rsig, &v};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
+    }
+}
+
+USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, size_t nelems,
+                                                uint64_t *sig_addr, uint64_t signal, int sig_op,
+                                                int pe, shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_putmem_signal_on_stream";
+    int ddev = 0, sigdev;
+    char *r = NULL;
+    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+    if ((uintptr_t)sig_addr % 8)
+        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
+    if (nelems)
+        r = sym_peer(dest, nelems, pe, &ddev, "dest", call);
+    uint64_t *rsig = (uint64_t *)sym_peer(sig_addr, 8, pe, &sigdev, "sig_addr", call);
+    int sdev = nelems ? local_is_dev(source) : 0;
+    if (!stream && !ddev && !sdev && !sigdev) {
+        ushmemi_put_signal(SHMEM_CTX_DEFAULT, dest, source, nelems, sig_addr, signal, sig_op, pe,
+                           0, call);
+        return;
+    }
+    need_cuda(call);
+    if (nelems)
+        stream_copy(r, ddev, source, sdev, nelems, (CUstream)stream, call);
+    stream_signal(rsig, sigdev, signal, sig_op, (CUstream)stream, call);
+}
+
+/* ---- waits ---- */
+
+static int cmp_u64(uint64_t a, int cmp, uint64_t b)
+{
+    switch (cmp) {
+    case SHMEM_CMP_EQ: return a == b;
+    case SHMEM_CMP_NE: return a != b;
+    case SHMEM_CMP_GT: return a > b;
+    case SHMEM_CMP_GE: return a >= b;
+    case SHMEM_CMP_LT: return a < b;
+    default: return a <= b;
+    }
+}
+
+#define NGATES 256
+typedef struct {
+    _Atomic uint64_t reach; /* written by the stream: it got here */
+    _Atomic uint64_t gate;  /* written by the thread: go on */
+} gate_t;
+
+typedef struct {
+    int busy;
+    int dev;
+    int cmp;
+    uint64_t ticket;
+    uint64_t value;
+    const uint64_t *addr;
+} waiter_t;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int running, stop;
+    gate_t *gates; /* pinned, device-mapped */
+    CUdeviceptr gates_d;
+    uint64_t next_ticket;
+    waiter_t w[NGATES];
+} prog = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *progress_main(void *arg)
+{
+    (void)arg;
+    CUstream s = NULL;
+    uint64_t *tmp = NULL;
+    CUdeviceptr tmp_d = 0;
+    unsigned idle = 0;
+    ushmemi_cu.cuCtxSetCurrent(ushmemi_cuda.ctx);
+    if (ushmemi_cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) ||
+        ushmemi_cu.cuMemHostAlloc((void **)&tmp, 64, CU_MEMHOSTALLOC_DEVICEMAP) ||
+        ushmemi_cu.cuMemHostGetDevicePointer(&tmp_d, tmp, 0))
+        ushmemi_fatal("shmemx_signal_wait_until_on_stream", "cannot start the progress thread");
+    pthread_mutex_lock(&prog.mu);
+    while (!prog.stop) {
+        int any = 0, progressed = 0;
+        for (int i = 0; i < NGATES; i++) {
+            waiter_t *w = &prog.w[i];
+            if (!w->busy)
+                continue;
+            any = 1;
+            if (atomic_load_explicit(&prog.gates[i].reach, memory_order_acquire) < w->ticket)
+                continue;
+            uint64_t v;
+            if (w->dev) {
+                pthread_mutex_unlock(&prog.mu);
+                CU_CHECK(ushmemi_cu.cuMemcpyAsync(tmp_d, (CUdeviceptr)(uintptr_t)w->addr, 8, s),
+                         "shmemx_signal_wait_until_on_stream");
+                CU_CHECK(ushmemi_cu.cuStreamSynchronize(s), "shmemx_signal_wait_until_on_stream");
+                v = __atomic_load_n(tmp, __ATOMIC_ACQUIRE);
+                pthread_mutex_lock(&prog.mu);
+            } else {
+                v = __atomic_load_n(w->addr, __ATOMIC_ACQUIRE);
+            }
+            if (cmp_u64(v, w->cmp, w->value)) {
+                atomic_store_explicit(&prog.gates[i].gate, w->ticket, memory_order_release);
+                atomic_thread_fence(memory_order_seq_cst);
+                w->busy = 0;
+                progressed = 1;
+            }
+        }
+        if (!any) {
+            idle = 0;
+            pthread_cond_wait(&prog.cv, &prog.mu);
+        } else if (!progressed) {
+            pthread_mutex_unlock(&prog.mu);
+            if (++idle < 64)
+                sched_yield();
+            else
+                nanosleep(&(struct timespec){0, 20000}, NULL);
+            pthread_mutex_lock(&prog.mu);
+        } else {
+            idle = 0;
+        }
+    }
+    pthread_mutex_unlock(&prog.mu);
+    ushmemi_cu.cuStreamDestroy(s);
+    ushmemi_cu.cuMemFreeHost(tmp);
+    return NULL;
+}
+
+static void progress_wait(CUstream s, const uint64_t *addr, int dev, int cmp, uint64_t value,
+                          const char *call)
+{
+    int slot = -1;
+    uint64_t ticket;
+    pthread_mutex_lock(&prog.mu);
+    if (!prog.gates) {
+        CU_CHECK(ushmemi_cu.cuMemHostAlloc((void **)&prog.gates, NGATES * sizeof(gate_t),
+                                           CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 call);
+        CU_CHECK(ushmemi_cu.cuMemHostGetDevicePointer(&prog.gates_d, prog.gates, 0), call);
+        memset((void *)prog.gates, 0, NGATES * sizeof(gate_t));
+    }
+    if (!prog.running) {
+        prog.stop = 0;
+        if (pthread_create(&prog.thread, NULL, progress_main, NULL) != 0)
+            ushmemi_fatal(call, "cannot create the progress thread");
+        prog.running = 1;
+    }
+    for (;;) {
+        for (int i = 0; i < NGATES && slot < 0; i++)
+            if (!prog.w[i].busy)
+                slot = i;
+        if (slot >= 0)
+            break;
+        /* All gates taken by waits whose streams have not got there yet. */
+        pthread_mutex_unlock(&prog.mu);
+        sched_yield();
+        pthread_mutex_lock(&prog.mu);
+    }
+    ticket = ++prog.next_ticket;
+    prog.w[slot] = (waiter_t){1, dev, cmp, ticket, value, addr};
+    CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, prog.gates_d + (CUdeviceptr)slot * sizeof(gate_t),
+                                             ticket, CU_STREAM_WRITE_VALUE_DEFAULT),
+             call);
+    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s,
+                                            prog.gates_d + (CUdeviceptr)slot * sizeof(gate_t) + 8,
+                                            ticket, CU_STREAM_WAIT_VALUE_GEQ),
+             call);
+    pthread_cond_signal(&prog.cv);
+    pthread_mutex_unlock(&prog.mu);
+}
+
+void ushmemi_cuda_progress_fini(void)
+{
+    pthread_mutex_lock(&prog.mu);
+    int running = prog.running, pending = 0;
+    prog.stop = 1;
+    pthread_cond_signal(&prog.cv);
+    pthread_mutex_unlock(&prog.mu);
+    if (running)
+        pthread_join(prog.thread, NULL);
+    prog.running = 0;
+    /* Release streams still parked at a gate, so none hangs after finalize. */
+    for (int i = 0; i < NGATES; i++)
+        if (prog.w[i].busy) {
+            atomic_store(&prog.gates[i].gate, prog.w[i].ticket);
+            prog.w[i].busy = 0;
+            pending = 1;
+        }
+    if (pending)
+        ushmemi_debug("shmem_finalize", "stream waits still pending at finalize were released");
+    /* The gates stay allocated if a stream may still read them. */
+    if (prog.gates && !pending) {
+        ushmemi_cu.cuMemFreeHost(prog.gates);
+        prog.gates = NULL;
+    }
+}
+
+USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
+                                                    uint64_t cmp_value, shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_signal_wait_until_on_stream";
+    int dev;
+    if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
+        ushmemi_fatal(call, "unknown comparison operator %d", cmp);
+    if ((uintptr_t)sig_addr % 8)
+        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
+    (void)sym_peer(sig_addr, 8, ushmemi_g.my_pe, &dev, "sig_addr", call);
+    if (!stream && !dev) {
+        (void)shmem_signal_wait_until(sig_addr, cmp, cmp_value);
+        return;
+    }
+    need_cuda(call);
+    CUstream s = (CUstream)stream;
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)sig_addr;
+    /* GEQ is "(int64_t)(*addr - value) >= 0": the unsigned comparison as
+     * long as the two values are less than 2^63 apart. */
+    if (dev && cmp == SHMEM_CMP_EQ)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_EQ), call);
+    else if (dev && cmp == SHMEM_CMP_GE)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_GEQ), call);
+    else if (dev && cmp == SHMEM_CMP_GT && cmp_value != UINT64_MAX)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value + 1, CU_STREAM_WAIT_VALUE_GEQ),
+                 call);
+    else
+        progress_wait(s, sig_addr, dev, cmp, cmp_value, call);
+}
+
+/* ---- stream-ordered barriers ---- */
+
+void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
+{
+    int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
+    char **peer = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer;
+    CUdeviceptr mine = ushmemi_cuda.base;
+    if (n <= 1)
+        return;
+    pthread_mutex_lock(&ushmemi_cuda.sync_lock);
+    for (int dist = 1; dist < n; dist <<= 1) {
+        int to = ushmemi_team_world_pe(team, (me + dist) % n);
+        int from = ushmemi_team_world_pe(team, (me + n - dist) % n);
+        if (!peer[to])
+            ushmemi_fatal(call, "PE %d's device heap is not mapped here: stream-ordered "
+                                "synchronization needs every team member on this host",
+                          to);
+        uint64_t v = ++ushmemi_cuda.sent[to];
+        CU_CHECK(ushmemi_cu.cuStreamWriteValue64(
+                     s, (CUdeviceptr)(uintptr_t)peer[to] + (CUdeviceptr)wme * 8, v,
+                     CU_STREAM_WRITE_VALUE_DEFAULT),
+                 call);
+        uint64_t e = ++ushmemi_cuda.expected[from];
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)from * 8, e,
+                                                CU_STREAM_WAIT_VALUE_GEQ),
+                 call);
+    }
+    pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+}
+
+/* No device bound: only a NULL stream makes sense, and means "now". */
+static int host_only(shmemx_stream_t stream, const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (ushmemi_g.cuda_active)
+        return 0;
+    if (stream)
+        need_cuda(call); /* reports */
+    return 1;
+}
+
+static void team_sync_on_stream(shmem_team_t team, shmemx_stream_t stream, int quiet,
+                                const char *call)
+{
+    if (!ushmemi_team_check(team, call))
+        ushmemi_fatal(call, "invalid team");
+    if (host_only(stream, call)) {
+        if (quiet)
+            ushmemi_quiet(SHMEM_CTX_DEFAULT);
+        ushmemi_team_sync(team, call);
+        return;
+    }
+    ushmemi_cuda_ctx();
+    if (quiet)
+        ushmemi_quiet(SHMEM_CTX_DEFAULT); /* the host API's nbi work */
+    ushmemi_cuda_stream_sync(team, (CUstream)stream, call);
+}
+
+/* Stream work is complete when the stream gets past it, and the signals' and
+ * barriers' memory operations fence before writing: nothing to add on the
+ * stream; the host API's nbi copies are completed here. */
+USHMEMI_API void shmemx_quiet_on_stream(shmemx_stream_t stream)
+{
+    (void)stream;
+    USHMEMI_CHECK_INIT("shmemx_quiet_on_stream");
+    ushmemi_quiet(SHMEM_CTX_DEFAULT);
+}
+
+USHMEMI_API void shmemx_barrier_all_on_stream(shmemx_stream_t stream)
+{
+    team_sync_on_stream(SHMEM_TEAM_WORLD, stream, 1, "shmemx_barrier_all_on_stream");
+}
+
+USHMEMI_API void shmemx_sync_all_on_stream(shmemx_stream_t stream)
+{
+    team_sync_on_stream(SHMEM_TEAM_WORLD, stream, 0, "shmemx_sync_all_on_stream");
+}
+
+USHMEMI_API void shmemx_barrier_on_stream(shmem_team_t team, shmemx_stream_t stream)
+{
+    team_sync_on_stream(team, stream, 1, "shmemx_barrier_on_stream");
+}
+
+USHMEMI_API void shmemx_team_sync_on_stream(shmem_team_t team, shmemx_stream_t stream)
+{
+    team_sync_on_stream(team, stream, 0, "shmemx_team_sync_on_stream");
+}
+
+/* ---- collectives ---- */
+
+/* Kinds of a collective's buffers; 1 when both are host memory (then the
+ * host collective runs now, after the stream's earlier work). */
+static int coll_host_path(shmem_team_t team, const void *dest, size_t dn, const void *src,
+                          size_t sn, shmemx_stream_t stream, int *ddev, int *sdev,
+                          const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (!ushmemi_team_check(team, call))
+        return -1;
+    (void)sym_peer(dest, dn, ushmemi_g.my_pe, ddev, "dest", call);
+    (void)sym_peer(src, sn, ushmemi_g.my_pe, sdev, "source", call);
+    if (*ddev || *sdev) {
+        need_cuda(call);
+        return 0;
+    }
+    if (stream) {
+        need_cuda(call);
+        CU_CHECK(ushmemi_cu.cuStreamSynchronize((CUstream)stream), call);
+    }
+    return 1;
+}
+
+static char *member_copy(const void *sym, shmem_team_t team, int i, const char *call)
+{
+    char *p = ushmemi_xlate(sym, ushmemi_team_world_pe(team, i));
+    if (!p)
+        ushmemi_fatal(call, "PE %d's memory is not mapped here: collectives need every team "
+                            "member on this host",
+                      ushmemi_team_world_pe(team, i));
+    return p;
+}
+
+static size_t mul(size_t a, size_t b, const char *call)
+{
+    if (b && a > SIZE_MAX / b)
+        ushmemi_fatal(call, "%zu x %zu bytes overflow", a, b);
+    return a * b;
+}
+
+USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                             size_t nelems, shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_alltoallmem_on_stream";
+    int ddev, sdev;
+    if (!ushmemi_team_check(team, call))
+        return -1;
+    size_t total = mul((size_t)team->size, nelems, call);
+    int h = coll_host_path(team, dest, total, source, total, stream, &ddev, &sdev, call);
+    if (h)
+        return h < 0 ? -1 : ushmemi_alltoall(team, dest, source, nelems, call);
+    CUstream s = (CUstream)stream;
+    int n = team->size, me = team->my_pe;
+    ushmemi_cuda_stream_sync(team, s, call);
+    for (int k = 0; k < n && nelems; k++) {
+        int j = (me + k) % n; /* spread the traffic: everyone starts with a different peer */
+        stream_copy(member_copy(dest, team, j, call) + (size_t)me * nelems, ddev,
+                    (const char *)source + (size_t)j * nelems, sdev, nelems, s, call);
+    }
+    ushmemi_cuda_stream_sync(team, s, call);
+    return 0;
+}
+
+USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                              size_t nelems, int PE_root, shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_broadcastmem_on_stream";
+    int ddev, sdev;
+    if (!ushmemi_team_check(team, call))
+        return -1;
+    if (PE_root < 0 || PE_root >= team->size)
+        ushmemi_fatal(call, "PE_root %d out of range (team size %d)", PE_root, team->size);
+    int h = coll_host_path(team, dest, nelems, source, nelems, stream, &ddev, &sdev, call);
+    if (h)
+        return h < 0 ? -1 : ushmemi_broadcast(team, dest, source, nelems, PE_root, call);
+    CUstream s = (CUstream)stream;
+    ushmemi_cuda_stream_sync(team, s, call);
+    if (team->my_pe == PE_root)
+        for (int j = 0; j < team->size && nelems; j++)
+            stream_copy(member_copy(dest, team, j, call), ddev, source, sdev, nelems, s, call);
+    ushmemi_cuda_stream_sync(team, s, call);
+    return 0;
+}
+
+USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                             size_t nelems, shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_fcollectmem_on_stream";
+    int ddev, sdev;
+    if (!ushmemi_team_check(team, call))
+        return -1;
+    size_t total = mul((size_t)team->size, nelems, call);
+    int h = coll_host_path(team, dest, total, source, nelems, stream, &ddev, &sdev, call);
+    if (h)
+        return h < 0 ? -1 : ushmemi_fcollect(team, dest, source, nelems, call);
+    CUstream s = (CUstream)stream;
+    int n = team->size, me = team->my_pe;
+    ushmemi_cuda_stream_sync(team, s, call);
+    for (int k = 0; k < n && nelems; k++) {
+        int j = (me + k) % n;
+        stream_copy(member_copy(dest, team, j, call) + (size_t)me * nelems, ddev, source, sdev,
+                    nelems, s, call);
+    }
+    ushmemi_cuda_stream_sync(team, s, call);
+    return 0;
+}
+
+/* ---- reductions ---- */
+
+static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, size_t nreduce,
+                            int dtype, ushmemi_redop_t op, const char *kname,
+                            shmemx_stream_t stream, const char *call)
+{
+    int ddev, sdev;
+    if (!ushmemi_team_check(team, call))
+        return -1;
+    size_t esize = USHMEMI_DT_SIZE(dtype), nbytes = mul(nreduce, esize, call);
+    int h = coll_host_path(team, dest, nbytes, source, nbytes, stream, &ddev, &sdev, call);
+    if (h)
+        return h < 0 ? -1 : ushmemi_reduce(team, dest, source, nreduce, dtype, op, call);
+    if (!ddev || !sdev)
+        ushmemi_fatal(call, "dest and source must both be device memory (or both host memory)");
+    if (team->size > USHMEMI_KRED_MAX_PES)
+        ushmemi_fatal(call, "reductions on a stream support teams of up to %d PEs",
+                      USHMEMI_KRED_MAX_PES);
+    CUfunction f = ushmemi_cuda_kernel(kname, call);
+    CUstream s = (CUstream)stream;
+    ushmemi_kred_args_t args;
+    memset(&args, 0, sizeof args);
+    args.npes = team->size;
+    args.nelems = nreduce;
+    for (int j = 0; j < team->size; j++)
+        args.src[j] = member_copy(source, team, j, call);
+    uintptr_t d = (uintptr_t)dest, sp = (uintptr_t)source;
+    int inplace = d < sp + nbytes && sp < d + nbytes;
+    CUdeviceptr tmp = 0;
+    if (inplace)
+        CU_CHECK(ushmemi_cu.cuMemAllocAsync(&tmp, nbytes ? nbytes : 1, s), call);
+    args.dest = inplace ? (void *)(uintptr_t)tmp : dest;
+    ushmemi_cuda_stream_sync(team, s, call);
+    if (nreduce) {
+        unsigned long long blocks = (nreduce + 255) / 256;
+        void *params[] = {&args};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, blocks < 1056 ? (unsigned)blocks : 1056, 1, 1, 256,
+                                           1, 1, 0, s, params, NULL),
+                 call);
+    }
+    if (inplace) {
+        /* Everyone has read every source before anyone overwrites its own. */
+        ushmemi_cuda_stream_sync(team, s, call);
+        if (nbytes)
+            CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)d, tmp, nbytes, s), call);
+        CU_CHECK(ushmemi_cu.cuMemFreeAsync(tmp, s), call);
+    }
+    ushmemi_cuda_stream_sync(team, s, call);
+    return 0;
+}
+
+#define DT_OF(T, IS_SIGNED)                                                                      \
+    USHMEMI_DT((T)0.5 != 0 ? USHMEMI_KIND_FLOAT : (IS_SIGNED) ? USHMEMI_KIND_SINT : USHMEMI_KIND_UINT, \
+               sizeof(T))
+
+static const char *red_kernel_name(int dtype, const char *op, char *buf, size_t len)
+{
+    const char *sfx = "";
+    switch (dtype) {
+    case USHMEMI_DT(USHMEMI_KIND_SINT, 4): sfx = "i32"; break;
+    case USHMEMI_DT(USHMEMI_KIND_SINT, 8): sfx = "i64"; break;
+    case USHMEMI_DT(USHMEMI_KIND_UINT, 4): sfx = "u32"; break;
+    case USHMEMI_DT(USHMEMI_KIND_UINT, 8): sfx = "u64"; break;
+    case USHMEMI_DT(USHMEMI_KIND_FLOAT, 4): sfx = "f32"; break;
+    case USHMEMI_DT(USHMEMI_KIND_FLOAT, 8): sfx = "f64"; break;
+    }
+    snprintf(buf, len, "ushmemi_k_red_%s_%s", sfx, op);
+    return buf;
+}
+
+#define RED_DEF(T, N, OP, OPENUM)                                                                \
+    USHMEMI_API int shmemx_##N##_##OP##_reduce_on_stream(                                        \
+        shmem_team_t team, T *dest, const T *source, size_t nreduce, shmemx_stream_t stream)     \
+    {                                                                                            \
+        char kname[48];                                                                          \
+        const int dt = DT_OF(T, !(((T)0 - 1) > 0));                                                 \
+        return reduce_on_stream(team, dest, source, nreduce, dt, OPENUM,                         \
+                                red_kernel_name(dt, #OP, kname, sizeof kname), stream,           \
+                                "shmemx_" #N "_" #OP "_reduce_on_stream");                       \
+    }
+#define RED_BITS(T, N)                                                                           \
+    RED_DEF(T, N, and, USHMEMI_OP_AND)                                                           \
+    RED_DEF(T, N, or, USHMEMI_OP_OR) RED_DEF(T, N, xor, USHMEMI_OP_XOR)
+#define RED_ARITH(T, N)                                                                          \
+    RED_DEF(T, N, max, USHMEMI_OP_MAX)                                                           \
+    RED_DEF(T, N, min, USHMEMI_OP_MIN)                                                           \
+    RED_DEF(T, N, sum, USHMEMI_OP_SUM) RED_DEF(T, N, prod, USHMEMI_OP_PROD)
+
+SHMEMX_REDUCE_ON_STREAM_INT(RED_BITS)
+SHMEMX_REDUCE_ON_STREAM_INT(RED_ARITH)
+SHMEMX_REDUCE_ON_STREAM_FLOAT(RED_ARITH)

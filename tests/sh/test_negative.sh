@@ -1,0 +1,173 @@
+#!/bin/bash
+# Bad input gets one clear line naming the PE and the call, a non-zero exit and
+# no hang (each case runs under ushrun --timeout 20 -n 2); the recoverable ones
+# (shmem_free of a stack pointer, double free) are reported and the program
+# goes on with a working heap.
+set -u
+: "${USHRUN:?}" "${BUILD_DIR:?}" "${SRC_DIR:?}"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+export SHMEM_SYMMETRIC_SIZE=16M
+
+cat > "$tmp/neg.c" <<'C'
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int global_ints[64];
+
+int main(int argc, char **argv)
+{
+    const char *c = argc > 1 ? argv[1] : "";
+    int stack_int = 0;
+    if (!strcmp(c, "before_init")) {
+        shmem_int_put(&stack_int, &stack_int, 1, 0);
+        printf("continued after bad call\n");
+        return 0;
+    }
+    shmem_init();
+    int me = shmem_my_pe(), np = shmem_n_pes();
+    int *sym = shmem_calloc(1024, sizeof(int));
+    long *heap_long = malloc(16 * sizeof(long));
+    int src[16] = {0};
+    shmem_barrier_all();
+    if (me == 1) {
+        if (!strcmp(c, "put_pe_npes"))
+            shmem_int_put(sym, src, 1, np);
+        else if (!strcmp(c, "put_pe_neg"))
+            shmem_int_put(sym, src, 1, -1);
+        else if (!strcmp(c, "p_pe_npes"))
+            shmem_long_p((long *)sym, 1, np);
+        else if (!strcmp(c, "put_stack"))
+            shmem_int_put(&stack_int, src, 1, 0);
+        else if (!strcmp(c, "put_malloc"))
+            shmem_long_put(heap_long, heap_long, 4, 0);
+        else if (!strcmp(c, "get_stack"))
+            shmem_int_get(src, &stack_int, 1, 0);
+        else if (!strcmp(c, "get_malloc"))
+            shmem_getmem(src, heap_long, 8, 0);
+        else if (!strcmp(c, "putmem_past_heap")) {
+            size_t n = 32u << 20; /* the heap is 16M */
+            char *big = calloc(1, n);
+            shmem_putmem(sym, big, n, 0);
+        } else if (!strcmp(c, "putmem_past_data"))
+            shmem_putmem(global_ints, sym, 64u << 20, 0);
+        else if (!strcmp(c, "amo_misaligned"))
+            shmem_int_atomic_add((int *)((char *)sym + 1), 1, 0);
+        else if (!strcmp(c, "amo_misaligned_fetch"))
+            (void)shmem_long_atomic_fetch((long *)((char *)sym + 4), 0);
+        else if (!strcmp(c, "wait_bad_cmp"))
+            shmem_int_wait_until(sym, 42, 0);
+        else if (!strcmp(c, "test_bad_cmp"))
+            (void)shmem_long_test_any((long *)sym, 4, NULL, -1, 0);
+        else if (!strcmp(c, "signal_wait_bad_cmp"))
+            (void)shmem_signal_wait_until((uint64_t *)sym, 6, 0);
+        else if (!strcmp(c, "put_signal_bad_op"))
+            shmem_putmem_signal(sym, src, 4, (uint64_t *)(sym + 512), 1, 7, 0);
+        else
+            goto collective;
+        printf("PE %d continued after bad call\n", me);
+        fflush(stdout);
+    }
+collective:
+    if (!strcmp(c, "free_stack")) {
+        shmem_free(&stack_int);
+        printf("PE %d continued\n", me);
+    } else if (!strcmp(c, "double_free")) {
+        int *p = shmem_malloc(4096);
+        shmem_free(p);
+        shmem_free(p);
+        printf("PE %d continued\n", me);
+        /* the heap still works: allocate, move data between PEs, free */
+        for (int round = 0; round < 3; round++) {
+            int *q = shmem_malloc(1000 * sizeof(int));
+            if (!q) {
+                printf("PE %d: shmem_malloc failed after double free\n", me);
+                return 1;
+            }
+            for (int i = 0; i < 1000; i++)
+                src[i % 16] = i;
+            int vals[1000];
+            for (int i = 0; i < 1000; i++)
+                vals[i] = me * 100000 + round * 1000 + i;
+            shmem_int_put(q, vals, 1000, (me + 1) % np);
+            shmem_barrier_all();
+            int from = (me + np - 1) % np;
+            for (int i = 0; i < 1000; i++)
+                if (q[i] != from * 100000 + round * 1000 + i) {
+                    printf("PE %d: heap broken after double free (q[%d] = %d)\n", me, i, q[i]);
+                    return 1;
+                }
+            shmem_free(q);
+        }
+        printf("PE %d heap ok\n", me);
+    }
+    shmem_barrier_all();
+    shmem_free(sym);
+    free(heap_long);
+    shmem_finalize();
+    return 0;
+}
+C
+"$BUILD_DIR/tools/ushcc" -O1 -Wall "$tmp/neg.c" -o "$tmp/neg" || { echo "FAIL compile"; exit 1; }
+
+run() { # case -> $out, $rc, $ms
+  local t0=$(date +%s%N)
+  out=$("$USHRUN" --timeout 20 -n 2 "$tmp/neg" "$1" 2>&1); rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+
+# case, grep -E pattern the error line must match
+fatal() {
+  local name=$1 pat=$2
+  run "$name"
+  local why=""
+  [ $rc -ne 0 ] || why="exit status 0"
+  [ $rc -ne 124 ] || why="hung (ushrun timeout)"
+  [ "$ms" -lt 15000 ] || why="took ${ms} ms"
+  grep -Eq -- "$pat" <<<"$out" || why="${why:+$why; }no line matching '$pat'"
+  ! grep -q "continued after bad call" <<<"$out" || why="${why:+$why; }the bad call returned"
+  if [ -z "$why" ]; then echo "PASS $name: $(grep -E -m1 -- "$pat" <<<"$out")"
+  else echo "FAIL $name ($why; rc $rc): $out"; fail=1; fi
+}
+
+# case, pattern of the report; the program must finish normally
+reported() {
+  local name=$1 pat=$2; shift 2
+  run "$name"
+  local why=""
+  [ $rc -eq 0 ] || why="exit status $rc"
+  for pe in 0 1; do
+    grep -Eq -- "PE $pe: ${pat}" <<<"$out" || why="${why:+$why; }PE $pe: no line matching '$pat'"
+    grep -q "PE $pe continued" <<<"$out" || why="${why:+$why; }PE $pe did not continue"
+    for extra in "$@"; do
+      grep -q "PE $pe $extra" <<<"$out" || why="${why:+$why; }PE $pe: no '$extra'"
+    done
+  done
+  if [ -z "$why" ]; then echo "PASS $name: $(grep -E -m1 -- "$pat" <<<"$out")"
+  else echo "FAIL $name ($why): $out"; fail=1; fi
+}
+
+addr='0x[0-9a-f]+'
+fatal put_pe_npes          "^ushmem: PE 1: shmem_int_put: PE 2 out of range"
+fatal put_pe_neg           "^ushmem: PE 1: shmem_int_put: PE -1 out of range"
+fatal p_pe_npes            "^ushmem: PE 1: shmem_long_p: PE 2 out of range"
+fatal put_stack            "^ushmem: PE 1: shmem_int_put: $addr is not a symmetric address"
+fatal put_malloc           "^ushmem: PE 1: shmem_long_put: $addr is not a symmetric address"
+fatal get_stack            "^ushmem: PE 1: shmem_int_get: $addr is not a symmetric address"
+fatal get_malloc           "^ushmem: PE 1: shmem_getmem: $addr is not a symmetric address"
+fatal putmem_past_heap     "^ushmem: PE 1: shmem_putmem: 33554432 bytes at $addr run past the end of the symmetric heap"
+fatal putmem_past_data     "^ushmem: PE 1: shmem_putmem: 67108864 bytes at $addr run past the end of the symmetric data segment"
+fatal amo_misaligned       "^ushmem: PE 1: shmem_int_atomic_add: dest $addr is not aligned to 4 bytes"
+fatal amo_misaligned_fetch "^ushmem: PE 1: shmem_long_atomic_fetch: dest $addr is not aligned to 8 bytes"
+fatal wait_bad_cmp         "^ushmem: PE 1: shmem_int_wait_until: unknown comparison operator 42"
+fatal test_bad_cmp         "^ushmem: PE 1: shmem_long_test_any: unknown comparison operator -1"
+fatal signal_wait_bad_cmp  "^ushmem: PE 1: shmem_signal_wait_until: unknown comparison operator 6"
+fatal put_signal_bad_op    "^ushmem: PE 1: shmem_putmem_signal: unknown signal operator 7"
+# Before shmem_init the library has no PE number of its own, but the launcher's
+# environment says which PE this is; the line must still name it.
+fatal before_init          "^ushmem: PE [01]: shmem_int_put: .*not initialized"
+reported free_stack        "shmem_free: $addr is not on the symmetric heap"
+reported double_free       "shmem_free: $addr is not a live symmetric allocation" "heap ok"
+exit $fail

@@ -1,0 +1,105 @@
+#!/bin/bash
+# The Python binding's contract at the process level (the pytest suite itself
+# runs under `make check-python`): the extension exports nothing but its init
+# function; errors raise instead of aborting (no init, mpirun without MPI
+# bootstrap, an unreachable unique id); a failing PE stops the job instead of
+# hanging it; exiting without finalize is clean; the overhead stays < 1 us; the
+# ring example runs on 2 PEs.
+set -u
+: "${USHRUN:?}" "${BUILD_DIR:?}" "${SRC_DIR:?}"
+py=/usr/bin/python3
+ext=$(ls "$BUILD_DIR"/python/ushmem/_ushmem*.so 2>/dev/null | head -1)
+if [ -z "$ext" ] || ! "$py" -c "import numpy" 2>/dev/null; then
+  echo "SKIP: the Python extension is not built (python3-dev, python3-numpy missing)"
+  exit 0
+fi
+export PYTHONPATH="$SRC_DIR/python" USHMEM_PYTHON_EXT_DIR="$BUILD_DIR/python/ushmem"
+export SHMEM_SYMMETRIC_SIZE=32M OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
+unset USHMEM_RANK USHMEM_NPES RANK WORLD_SIZE MASTER_ADDR OMPI_COMM_WORLD_RANK
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass() { echo "PASS $1"; }
+bad() { echo "FAIL $1"; shift; printf '%s\n' "$@" | sed 's/^/    /'; fail=1; }
+
+# 1. Only PyInit__ushmem is exported (the embedded libushmem stays private).
+syms=$(nm -D --defined-only "$ext" | awk '$2 ~ /[TDBRW]/ {print $3}' | grep -v '^_\(init\|fini\|edata\|end\|_bss_start\)$')
+[ "$syms" = "PyInit__ushmem" ] && pass "exports only PyInit__ushmem" || bad "exports" "$syms"
+
+# 2. Not initialized: calls raise ushmem.Error(ERR_STATE), the interpreter lives.
+out=$(timeout 30 "$py" - 2>&1 <<'PY'
+import ushmem
+for call in (ushmem.my_pe, ushmem.barrier_all, lambda: ushmem.create_buffer(8),
+             lambda: ushmem.putmem(0, b"x", 1, 0), ushmem.finalize):
+    try:
+        call()
+        print("no error")
+    except ushmem.Error as e:
+        assert e.code == ushmem.ERR_STATE, e
+print("alive")
+PY
+)
+[ "$out" = "alive" ] && pass "not initialized raises" || bad "not initialized raises" "$out"
+
+# 3. Launched by mpirun but raw init(): a clear Error, not exit(1).
+out=$(OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 timeout 30 "$py" -c "
+import ushmem
+try:
+    ushmem.init()
+except ushmem.Error as e:
+    print('raised', e.code == ushmem.ERR_BOOTSTRAP, 'init_with_mpi' in str(e))
+print('alive')" 2>&1)
+grep -q "raised True True" <<<"$out" && grep -q alive <<<"$out" && pass "raw init under mpirun raises" \
+  || bad "raw init under mpirun raises" "$out"
+
+# 4. A unique id nobody serves: init_attr raises within the bootstrap timeout.
+out=$(USHMEM_BOOTSTRAP_TIMEOUT=3 timeout 30 "$py" -c "
+import ushmem, multiprocessing as mp
+uid = ushmem.get_uniqueid()          # rank 0 of a 2-rank job that never starts
+try:
+    ushmem.init_attr(1, 2, uid[:8] + bytes(8) + uid[16:])   # wrong port/secret
+except ushmem.Error as e:
+    print('raised', e.code)
+try:
+    ushmem.init_attr(0, 1, b'x' * 128)
+except ushmem.Error as e:
+    print('raised', e.code)
+print('alive')" 2>&1)
+[ "$(grep -c '^raised' <<<"$out")" = 2 ] && grep -q alive <<<"$out" && pass "bad unique id raises" \
+  || bad "bad unique id raises" "$out"
+
+# 5. An exception on one PE stops the whole job quickly (no hang in a barrier).
+cat >"$tmp/die.py" <<'PY'
+import ushmem
+ushmem.init()
+if ushmem.my_pe() == 1:
+    raise SystemExit("PE 1 gives up")
+ushmem.barrier_all()   # PE 0 would wait forever for PE 1
+PY
+start=$SECONDS
+out=$(timeout 60 "$USHRUN" -n 2 --timeout 50 "$py" "$tmp/die.py" 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((SECONDS - start)) -lt 30 ]; then pass "failing PE stops the job"
+else bad "failing PE stops the job (rc $rc, $((SECONDS - start)) s)" "$out"; fi
+
+# 6. Exit without finalize, buffers alive: clean (implicit finalize), status 0.
+cat >"$tmp/noexit.py" <<'PY'
+import ushmem
+ushmem.init()
+keep = ushmem.create_buffer(64)
+ushmem.putmem(keep, b"bye", 3, (ushmem.my_pe() + 1) % ushmem.n_pes())
+ushmem.barrier_all()
+PY
+out=$(timeout 60 "$USHRUN" -n 2 --timeout 50 "$py" "$tmp/noexit.py" 2>&1) && pass "exit without finalize" \
+  || bad "exit without finalize (rc $?)" "$out"
+
+# 7. Per-call overhead of my_pe and an 8-byte putmem stays under 1 us.
+out=$(timeout 60 "$USHRUN" -n 1 --timeout 50 "$py" "$SRC_DIR/python/bench/bench_overhead.py" \
+        -n 20000 -r 5 --limit-ns 1000 2>&1) && pass "overhead < 1 us" || bad "overhead < 1 us" "$out"
+
+# 8. The torch ring example on 2 PEs.
+if "$py" -c "import torch" 2>/dev/null; then
+  out=$(timeout 90 "$USHRUN" -n 2 --timeout 80 "$py" "$SRC_DIR/examples/python/ring_torch.py" 2>&1) \
+    && pass "ring_torch.py on 2 PEs" || bad "ring_torch.py on 2 PEs" "$out"
+else
+  echo "SKIP ring_torch.py (no torch)"
+fi
+exit $fail
