@@ -84,31 +84,31 @@ void shmemx_sync_all_on_stream(shmemx_stream_t stream);
 void shmemx_barrier_on_stream(shmem_team_t team, shmemx_stream_t stream);
 void shmemx_team_sync_on_stream(shmem_team_t team, shmemx_stream_t stream);
 /* Collectives: 0 on success, nonzero on error (as the 1.5 team collectives). */
-int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
-                                 size_t nelems, shmemx_stream_t stream);
-int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, const void *source,
-                                  size_t nelems, int PE_root, shmemx_stream_t stream);
-int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *source,
-                                 size_t nelems, shmemx_stream_t stream);
+int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                                 shmemx_stream_t stream);
+int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                                  int PE_root, shmemx_stream_t stream);
+int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                                 shmemx_stream_t stream);
 /* Reductions: shmemx_<type>_<op>_reduce_on_stream for the 4- and 8-byte types
  * below; and/or/xor for the integer types, max/min/sum/prod for all. */
-#define SHMEMX_REDUCE_ON_STREAM_DECL(TYPE, TYPENAME, OP)                                        \
-    int shmemx_##TYPENAME##_##OP##_reduce_on_stream(shmem_team_t team, TYPE *dest,              \
-                                                    const TYPE *source, size_t nreduce,         \
+#define SHMEMX_REDUCE_ON_STREAM_DECL(TYPE, TYPENAME, OP)                                           \
+    int shmemx_##TYPENAME##_##OP##_reduce_on_stream(shmem_team_t team, TYPE *dest,                 \
+                                                    const TYPE *source, size_t nreduce,            \
                                                     shmemx_stream_t stream);
-#define SHMEMX_REDUCE_ON_STREAM_INT(X)                                                          \
-    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)                      \
-    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)                  \
-    X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)                   \
-    X(ptrdiff_t, ptrdiff)
+#define SHMEMX_REDUCE_ON_STREAM_INT(X)                                                             \
+    X(int, int)                                                                                    \
+    X(long, long) X(long long, longlong) X(unsigned int, uint) X(unsigned long, ulong)             \
+        X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32)   \
+            X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
 #define SHMEMX_REDUCE_ON_STREAM_FLOAT(X) X(float, float) X(double, double)
-#define SHMEMX_REDUCE_ON_STREAM_BITS_(T, N)                                                     \
-    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, and)                                                     \
+#define SHMEMX_REDUCE_ON_STREAM_BITS_(T, N)                                                        \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, and)                                                        \
     SHMEMX_REDUCE_ON_STREAM_DECL(T, N, or) SHMEMX_REDUCE_ON_STREAM_DECL(T, N, xor)
-#define SHMEMX_REDUCE_ON_STREAM_ARITH_(T, N)                                                    \
-    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, max)                                                     \
-    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, min) SHMEMX_REDUCE_ON_STREAM_DECL(T, N, sum)            \
-    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, prod)
+#define SHMEMX_REDUCE_ON_STREAM_ARITH_(T, N)                                                       \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, max)                                                        \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, min)                                                        \
+    SHMEMX_REDUCE_ON_STREAM_DECL(T, N, sum) SHMEMX_REDUCE_ON_STREAM_DECL(T, N, prod)
 SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_BITS_)
 SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_ARITH_)
 SHMEMX_REDUCE_ON_STREAM_FLOAT(SHMEMX_REDUCE_ON_STREAM_ARITH_)

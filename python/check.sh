@@ -42,7 +42,7 @@ leg() { # name, launch_test.sh arguments...
   "$here/launch_test.sh" -b "$build" "$@" >"$logs/$name.log" 2>&1
   local rc=$?
   local summary
-  summary=$(grep -aE "[0-9]+ (passed|failed)" "$logs/$name.log" | tail -1 | sed 's/^\[[^]]*\]\(<[a-z]*>\)\{0,1\}:\{0,1\} *//; s/\x1b\[[0-9;]*m//g')
+  summary=$(grep -aE "[0-9]+ (passed|failed)" "$logs/$name.log" | tail -1 | sed 's/^\[[^]]*\]\(<[a-z]*>\)\{0,1\}:\{0,1\} *//; s/\[[0-9,]*\]<std[a-z]*>:.*$//; s/\x1b\[[0-9;]*m//g')
   if [ $rc -eq 0 ]; then
     printf 'ushmem: python %-10s ok    %3ss  %s\n' "$name" $((SECONDS - t0)) "$summary"
   else

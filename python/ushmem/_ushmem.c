@@ -33,9 +33,9 @@
 #include <shmem.h>
 #include <shmemx.h>
 
-#define FN(f) ((PyCFunction)(void (*)(void))(f))
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FN(f)             ((PyCFunction)(void (*)(void))(f))
+#define LIKELY(x)         __builtin_expect(!!(x), 1)
+#define UNLIKELY(x)       __builtin_expect(!!(x), 0)
 #define GIL_RELEASE_BYTES ((size_t)64 << 10) /* copies this large drop the GIL */
 
 #if PY_VERSION_HEX < 0x030D0000
@@ -60,18 +60,18 @@ static int lookup_attr(PyObject *o, const char *name, PyObject **out)
 
 /* Codes carried by ushmem.Error. The first ones are the library's SHMEMX_ERR_*
  * statuses; the rest name what the binding checks before calling C. */
-#define ERR_TABLE(X)                                                          \
-    X(SUCCESS, 0, "success")                                                  \
-    X(ERR_INVALID, -1, "invalid argument")                                    \
-    X(ERR_OVERLAP, -2, "range overlaps an existing registration")            \
-    X(ERR_NOTFOUND, -3, "not found")                                          \
-    X(ERR_NOMEM, -4, "out of symmetric memory")                               \
-    X(ERR_BOOTSTRAP, -5, "bootstrap failed")                                  \
-    X(ERR_STATE, -6, "library not in the right state for this call")         \
-    X(ERR_BADPE, -7, "PE out of range")                                       \
-    X(ERR_NOTSYM, -8, "not symmetric memory")                                 \
-    X(ERR_UNREACHABLE, -9, "peer not reachable from this process")           \
-    X(ERR_UNSUPPORTED, -10, "not supported by this build")                    \
+#define ERR_TABLE(X)                                                                               \
+    X(SUCCESS, 0, "success")                                                                       \
+    X(ERR_INVALID, -1, "invalid argument")                                                         \
+    X(ERR_OVERLAP, -2, "range overlaps an existing registration")                                  \
+    X(ERR_NOTFOUND, -3, "not found")                                                               \
+    X(ERR_NOMEM, -4, "out of symmetric memory")                                                    \
+    X(ERR_BOOTSTRAP, -5, "bootstrap failed")                                                       \
+    X(ERR_STATE, -6, "library not in the right state for this call")                               \
+    X(ERR_BADPE, -7, "PE out of range")                                                            \
+    X(ERR_NOTSYM, -8, "not symmetric memory")                                                      \
+    X(ERR_UNREACHABLE, -9, "peer not reachable from this process")                                 \
+    X(ERR_UNSUPPORTED, -10, "not supported by this build")                                         \
     X(ERR_FREED, -11, "symmetric memory already freed")
 
 enum {
@@ -90,7 +90,7 @@ static PyObject *LeakWarning; /* ushmem.LeakWarning(UserWarning) */
 static const char *err_name(int code)
 {
     switch (code) {
-#define ERR_CASE(name, val, msg) \
+#define ERR_CASE(name, val, msg)                                                                   \
     case (val): return #name;
         ERR_TABLE(ERR_CASE)
 #undef ERR_CASE
@@ -127,15 +127,17 @@ static int err(int code, const char *fmt, ...)
 
 static int err_not_init(const char *fn)
 {
-    return err(ERR_STATE, "%s: ushmem is not initialized (call ushmem.init(), init_with_torch(), "
-                          "init_with_mpi() or init_attr() first)",
+    return err(ERR_STATE,
+               "%s: ushmem is not initialized (call ushmem.init(), init_with_torch(), "
+               "init_with_mpi() or init_attr() first)",
                fn);
 }
 
 static int err_no_cuda(const char *fn, const char *what)
 {
-    return err(ERR_UNSUPPORTED, "%s: %s needs CUDA support, which is not built into this ushmem "
-                                "(host memory only)",
+    return err(ERR_UNSUPPORTED,
+               "%s: %s needs CUDA support, which is not built into this ushmem "
+               "(host memory only)",
                fn, what);
 }
 
@@ -144,8 +146,20 @@ static int check_status(int rc, const char *fn)
 {
     if (rc == 0)
         return 0;
-    return err(rc, "%s failed with status %d (%s); the library's message, if any, is on stderr",
-               fn, rc, rc >= -11 ? err_name(rc) : "library error");
+    return err(rc, "%s failed with status %d (%s); the library's message, if any, is on stderr", fn,
+               rc, rc >= -11 ? err_name(rc) : "library error");
+}
+
+/* A status of a standard int-returning routine (team splits, team_sync,
+ * collectives): the library returns its internal negative codes there, of
+ * which only "invalid argument" (-1) and "out of memory" (-2) are expected. */
+static int check_std_status(int rc, const char *fn)
+{
+    if (rc == 0)
+        return 0;
+    int code = rc == -2 ? ERR_NOMEM : ERR_INVALID;
+    return err(code, "%s failed with status %d (%s); the library's message, if any, is on stderr",
+               fn, rc, err_name(code));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -390,17 +404,16 @@ static void alloc_clear(void)
 /* ------------------------------------------------------------------------ */
 
 typedef struct SymBuf {
-    PyObject_HEAD
-    char *ptr;             /* the memory this object exposes, as mapped in this process */
-    char *sym;             /* the symmetric address (this PE's copy) it names */
+    PyObject_HEAD char *ptr; /* the memory this object exposes, as mapped in this process */
+    char *sym;               /* the symmetric address (this PE's copy) it names */
     size_t nbytes;
-    struct SymBuf *owner;  /* views: the owning buffer (strong reference), or NULL */
-    int owning;            /* made by create_buffer(): free() frees it */
-    int pe;                /* whose copy ptr points into */
-    int device;            /* -1: host memory, else CUDA ordinal */
-    int freed;             /* owning: free() was called */
-    unsigned long gen;     /* library generation it belongs to */
-    Py_ssize_t exports;    /* live buffer-protocol / DLPack exports */
+    struct SymBuf *owner; /* views: the owning buffer (strong reference), or NULL */
+    int owning;           /* made by create_buffer(): free() frees it */
+    int pe;               /* whose copy ptr points into */
+    int device;           /* -1: host memory, else CUDA ordinal */
+    int freed;            /* owning: free() was called */
+    unsigned long gen;    /* library generation it belongs to */
+    Py_ssize_t exports;   /* live buffer-protocol / DLPack exports */
     PyObject *weakrefs;
 } SymBuf;
 
@@ -488,16 +501,17 @@ static PyObject *symbuf_alloc(size_t nbytes, int zero, const char *fn)
     /* Host memory explicitly: with a CUDA device bound, plain shmem_malloc
      * defaults to the device heap. */
     void *p;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     p = shmem_malloc_with_hints(nbytes, SHMEMX_MALLOC_HOST);
     if (p && zero) {
         memset(p, 0, nbytes);
         shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
     }
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     if (!p) {
-        err(ERR_NOMEM, "%s: cannot allocate %zu symmetric bytes: the symmetric heap is exhausted "
-                       "(raise SHMEM_SYMMETRIC_SIZE, or free buffers)",
+        err(ERR_NOMEM,
+            "%s: cannot allocate %zu symmetric bytes: the symmetric heap is exhausted "
+            "(raise SHMEM_SYMMETRIC_SIZE, or free buffers)",
             fn, nbytes);
         return NULL;
     }
@@ -583,9 +597,9 @@ static PyObject *SymBuf_free(PyObject *self, PyObject *unused)
     if (i >= 0)
         alloc_remove(i);
     void *p = b->sym;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_free(p);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     Py_RETURN_NONE;
 }
 
@@ -653,8 +667,7 @@ static PyObject *SymBuf_subscript(PyObject *self, PyObject *key)
             return NULL;
         Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)b->nbytes, &start, &stop, step);
         if (step != 1) {
-            PyErr_SetString(PyExc_ValueError,
-                            "SymmetricBuffer slices must be contiguous (step 1)");
+            PyErr_SetString(PyExc_ValueError, "SymmetricBuffer slices must be contiguous (step 1)");
             return NULL;
         }
         return (PyObject *)symbuf_new(b->ptr + start, b->sym + start, (size_t)len,
@@ -681,8 +694,7 @@ static PyObject *SymBuf_repr(PyObject *self)
     SymBuf *b = (SymBuf *)self;
     const char *state = !symbuf_alive(b) ? ", freed" : "";
     return PyUnicode_FromFormat("<ushmem.SymmetricBuffer %zu bytes at %p, PE %d's copy, %s%s%s>",
-                                b->nbytes, (void *)b->ptr, b->pe,
-                                b->device >= 0 ? "cuda" : "cpu",
+                                b->nbytes, (void *)b->ptr, b->pe, b->device >= 0 ? "cuda" : "cpu",
                                 b->owning ? ", owning" : ", view", state);
 }
 
@@ -760,9 +772,9 @@ static PyObject *SymBuf_cuda_array_interface(PyObject *self, void *c)
     }
     if (symbuf_check_alive(b, "__cuda_array_interface__"))
         return NULL;
-    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:i}", "shape", (Py_ssize_t)b->nbytes,
-                         "typestr", "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False,
-                         "strides", Py_None, "version", 3);
+    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:i}", "shape", (Py_ssize_t)b->nbytes, "typestr",
+                         "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False, "strides", Py_None,
+                         "version", 3);
 }
 
 /* ---- DLPack (ABI of dlpack.h v0.x, as torch 1.13 and numpy 1.22+ consume) ---- */
@@ -855,8 +867,7 @@ static PyObject *SymBuf_dlpack_device(PyObject *self, PyObject *unused)
 {
     (void)unused;
     SymBuf *b = (SymBuf *)self;
-    return Py_BuildValue("(ii)", b->device >= 0 ? kDLCUDA : kDLCPU,
-                         b->device >= 0 ? b->device : 0);
+    return Py_BuildValue("(ii)", b->device >= 0 ? kDLCUDA : kDLCPU, b->device >= 0 ? b->device : 0);
 }
 
 static PyMethodDef SymBuf_methods[] = {
@@ -912,11 +923,11 @@ static PyTypeObject SymBufType = {
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
-    char *ptr;      /* local memory (what this process reads / writes) */
-    char *sym;      /* symmetric address named (== ptr unless a peer view) */
-    size_t len;     /* bytes available at ptr; SIZE_MAX when unknown (int address) */
-    int device;     /* -1 host */
-    SymBuf *buf;    /* when the argument is a SymmetricBuffer */
+    char *ptr;   /* local memory (what this process reads / writes) */
+    char *sym;   /* symmetric address named (== ptr unless a peer view) */
+    size_t len;  /* bytes available at ptr; SIZE_MAX when unknown (int address) */
+    int device;  /* -1 host */
+    SymBuf *buf; /* when the argument is a SymmetricBuffer */
     int has_view;
     Py_buffer view;
 } span_t;
@@ -1098,13 +1109,15 @@ static int check_sym_span(const span_t *s, size_t n, const char *fn, const char 
     Py_ssize_t i = alloc_near(a);
     if (i >= 0) {
         const alloc_t *e = &g_allocs[i];
-        return err(ERR_NOTSYM, "%s: %s: %zu bytes at %p run past the end of the symmetric "
-                               "allocation [%p, +%zu)",
+        return err(ERR_NOTSYM,
+                   "%s: %s: %zu bytes at %p run past the end of the symmetric "
+                   "allocation [%p, +%zu)",
                    fn, what, n, (void *)a, (void *)e->addr, e->size);
     }
-    return err(ERR_NOTSYM, "%s: %s (%p, %zu bytes) is not in a live symmetric allocation "
-                           "(allocate it with ushmem.create_buffer(), ushmem.malloc() or the "
-                           "interop helpers)",
+    return err(ERR_NOTSYM,
+               "%s: %s (%p, %zu bytes) is not in a live symmetric allocation "
+               "(allocate it with ushmem.create_buffer(), ushmem.malloc() or the "
+               "interop helpers)",
                fn, what, (void *)a, n);
 }
 
@@ -1169,9 +1182,9 @@ static PyObject *py_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:init", kwlist, &tl) ||
         parse_thread_level(tl, &level, "init") || check_not_init("init"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmem_init_thread(level, &provided);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     refresh_init_cache();
     if (rc != 0) {
         err(ERR_BOOTSTRAP, "init: shmem_init_thread failed (see the library's message on "
@@ -1188,9 +1201,9 @@ static PyObject *py_get_uniqueid(PyObject *self, PyObject *unused)
     (void)unused;
     shmemx_uniqueid_t uid;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmemx_get_uniqueid(&uid);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     if (check_status(rc, "get_uniqueid"))
         return NULL;
     return PyBytes_FromStringAndSize((const char *)uid.internal, sizeof uid.internal);
@@ -1203,14 +1216,15 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
     int rank, nranks, level, device;
     Py_buffer uidb;
     PyObject *dev = Py_None, *tl = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiy*|OO:init_attr", kwlist, &rank, &nranks,
-                                     &uidb, &dev, &tl))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiy*|OO:init_attr", kwlist, &rank, &nranks, &uidb,
+                                     &dev, &tl))
         return NULL;
     shmemx_uniqueid_t uid;
     int bad = 0;
     if (uidb.len != (Py_ssize_t)sizeof uid.internal) {
-        PyErr_Format(PyExc_ValueError, "init_attr: uid must be %zu bytes (from get_uniqueid()), "
-                                       "got %zd",
+        PyErr_Format(PyExc_ValueError,
+                     "init_attr: uid must be %zu bytes (from get_uniqueid()), "
+                     "got %zd",
                      sizeof uid.internal, uidb.len);
         bad = 1;
     } else {
@@ -1220,8 +1234,9 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
     if (bad || parse_thread_level(tl, &level, "init_attr") || check_not_init("init_attr"))
         return NULL;
     if (nranks < 1 || rank < 0 || rank >= nranks) {
-        PyErr_Format(PyExc_ValueError, "init_attr: need 0 <= rank < nranks, got rank %d, "
-                                       "nranks %d",
+        PyErr_Format(PyExc_ValueError,
+                     "init_attr: need 0 <= rank < nranks, got rank %d, "
+                     "nranks %d",
                      rank, nranks);
         return NULL;
     }
@@ -1239,9 +1254,9 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
     attr.device = device;
     attr.thread_level = level;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmemx_init_attr(rank, nranks, &uid, &attr);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     refresh_init_cache();
     if (check_status(rc, "init_attr"))
         return NULL;
@@ -1268,9 +1283,9 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         for (size_t i = 0; lines && i < g_nallocs; i++) {
             total += g_allocs[i].size;
             if (i < 8) {
-                PyObject *l = PyUnicode_FromFormat("%s of %zu bytes at %p",
-                                                   alloc_kind_name[g_allocs[i].kind],
-                                                   g_allocs[i].size, (void *)g_allocs[i].addr);
+                PyObject *l =
+                    PyUnicode_FromFormat("%s of %zu bytes at %p", alloc_kind_name[g_allocs[i].kind],
+                                         g_allocs[i].size, (void *)g_allocs[i].addr);
                 if (!l || PyList_Append(lines, l) < 0) {
                     Py_XDECREF(l);
                     Py_CLEAR(lines);
@@ -1296,9 +1311,9 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     }
     alloc_clear();
     g_gen++;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_finalize();
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     refresh_init_cache();
     Py_RETURN_NONE;
 }
@@ -1423,8 +1438,9 @@ static PyObject *raw_result(void *p, size_t n, const char *fn)
     if (!p) {
         if (n == 0)
             Py_RETURN_NONE;
-        err(ERR_NOMEM, "%s: cannot allocate %zu symmetric bytes: the symmetric heap is "
-                       "exhausted (raise SHMEM_SYMMETRIC_SIZE)",
+        err(ERR_NOMEM,
+            "%s: cannot allocate %zu symmetric bytes: the symmetric heap is "
+            "exhausted (raise SHMEM_SYMMETRIC_SIZE)",
             fn, n);
         return NULL;
     }
@@ -1440,9 +1456,9 @@ static PyObject *py_malloc(PyObject *self, PyObject *arg)
     void *p;
     if (as_size(arg, &n, "malloc", "nbytes") || require_init("malloc"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    p = shmem_malloc(n);
-    Py_END_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
+    p = shmem_malloc_with_hints(n, SHMEMX_MALLOC_HOST); /* host even with a CUDA device bound */
+    Py_END_ALLOW_THREADS;
     return raw_result(p, n, "malloc");
 }
 
@@ -1459,9 +1475,13 @@ static PyObject *py_calloc(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_Format(PyExc_ValueError, "calloc: %zu x %zu bytes overflows", count, size);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    p = shmem_calloc(count, size);
-    Py_END_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
+    p = shmem_malloc_with_hints(count * size, SHMEMX_MALLOC_HOST);
+    if (p) {
+        memset(p, 0, count * size);
+        shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
+    }
+    Py_END_ALLOW_THREADS;
     return raw_result(p, count * size, "calloc");
 }
 
@@ -1478,9 +1498,9 @@ static PyObject *py_align(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_Format(PyExc_ValueError, "align: alignment %zu is not a power of two", alignment);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     p = shmem_align(alignment, n);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     return raw_result(p, n, "align");
 }
 
@@ -1494,8 +1514,9 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
     if (require_init("free"))
         return NULL;
     if (!PyLong_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "free: expected an address from malloc/calloc/align or "
-                                      "a SymmetricBuffer, not %.100s",
+        PyErr_Format(PyExc_TypeError,
+                     "free: expected an address from malloc/calloc/align or "
+                     "a SymmetricBuffer, not %.100s",
                      Py_TYPE(arg)->tp_name);
         return NULL;
     }
@@ -1504,20 +1525,20 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
         return NULL;
     Py_ssize_t i = alloc_exact((uintptr_t)p);
     if (i < 0) {
-        err(ERR_NOTFOUND, "free: %p is not the start of a live symmetric allocation "
-                          "(already freed?)",
+        err(ERR_NOTFOUND,
+            "free: %p is not the start of a live symmetric allocation "
+            "(already freed?)",
             p);
         return NULL;
     }
     if (g_allocs[i].kind == ALLOC_BUFFER) {
-        err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()",
-            p);
+        err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()", p);
         return NULL;
     }
     alloc_remove(i);
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_free(p);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     Py_RETURN_NONE;
 }
 
@@ -1565,9 +1586,10 @@ static PyObject *py_get_peer_buffer(PyObject *self, PyObject *const *args, Py_ss
         return NULL;
     void *p = shmem_ptr(s.sym, pe);
     if (!p) {
-        err(ERR_UNREACHABLE, "%s: PE %d's copy is not mapped in PE %d's address space (it runs "
-                             "on another host or its memory is not shared here); use "
-                             "getmem/putmem instead",
+        err(ERR_UNREACHABLE,
+            "%s: PE %d's copy is not mapped in PE %d's address space (it runs "
+            "on another host or its memory is not shared here); use "
+            "getmem/putmem instead",
             fn, pe, g_me);
         return NULL;
     }
@@ -1684,9 +1706,9 @@ static PyObject *py_allocations(PyObject *self, PyObject *unused)
     (void)unused;
     PyObject *l = PyList_New((Py_ssize_t)g_nallocs);
     for (size_t i = 0; l && i < g_nallocs; i++) {
-        PyObject *t = Py_BuildValue("(Nns)", PyLong_FromVoidPtr((void *)g_allocs[i].addr),
-                                    (Py_ssize_t)g_allocs[i].size,
-                                    alloc_kind_name[g_allocs[i].kind]);
+        PyObject *t =
+            Py_BuildValue("(Nns)", PyLong_FromVoidPtr((void *)g_allocs[i].addr),
+                          (Py_ssize_t)g_allocs[i].size, alloc_kind_name[g_allocs[i].kind]);
         if (!t) {
             Py_CLEAR(l);
             break;
@@ -1728,8 +1750,8 @@ static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyO
     int pe;
     span_t d, s;
     int is_put = op == RMA_PUT || op == RMA_PUT_NBI;
-    if (as_size(nobj, &n, fn, "nbytes") || check_pe(peobj, &pe, fn) ||
-        check_stream(stream, fn) || check_reach(pe, fn))
+    if (as_size(nobj, &n, fn, "nbytes") || check_pe(peobj, &pe, fn) || check_stream(stream, fn) ||
+        check_reach(pe, fn))
         return NULL;
     if (span_get(dobj, &d, !is_put, fn, "dest"))
         return NULL;
@@ -1748,14 +1770,14 @@ static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyO
             case RMA_GET_NBI: shmem_getmem_nbi(d.ptr, s.sym, n, pe); break;
             }
         } else {
-            Py_BEGIN_ALLOW_THREADS
+            Py_BEGIN_ALLOW_THREADS;
             switch (op) {
             case RMA_PUT: shmem_putmem(d.sym, s.ptr, n, pe); break;
             case RMA_GET: shmem_getmem(d.ptr, s.sym, n, pe); break;
             case RMA_PUT_NBI: shmem_putmem_nbi(d.sym, s.ptr, n, pe); break;
             case RMA_GET_NBI: shmem_getmem_nbi(d.ptr, s.sym, n, pe); break;
             }
-            Py_END_ALLOW_THREADS
+            Py_END_ALLOW_THREADS;
         }
     }
     span_release(&s);
@@ -1765,22 +1787,22 @@ static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyO
     Py_RETURN_NONE;
 }
 
-#define DEF_RMA(name, op)                                                                    \
-    static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)     \
-    {                                                                                        \
-        (void)self;                                                                          \
-        if (check_nargs(nargs, 4, 4, #name "(dest, source, nbytes, pe)"))                   \
-            return NULL;                                                                     \
-        return rma(op, args[0], args[1], args[2], args[3], NULL, #name);                     \
-    }                                                                                        \
-    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
-                                           Py_ssize_t nargs)                                 \
-    {                                                                                        \
-        (void)self;                                                                          \
-        if (check_nargs(nargs, 4, 5, #name "_on_stream(dest, source, nbytes, pe, stream)")) \
-            return NULL;                                                                     \
-        return rma(op, args[0], args[1], args[2], args[3], nargs > 4 ? args[4] : NULL,       \
-                   #name "_on_stream");                                                      \
+#define DEF_RMA(name, op)                                                                          \
+    static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)            \
+    {                                                                                              \
+        (void)self;                                                                                \
+        if (check_nargs(nargs, 4, 4, #name "(dest, source, nbytes, pe)"))                          \
+            return NULL;                                                                           \
+        return rma(op, args[0], args[1], args[2], args[3], NULL, #name);                           \
+    }                                                                                              \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,                  \
+                                           Py_ssize_t nargs)                                       \
+    {                                                                                              \
+        (void)self;                                                                                \
+        if (check_nargs(nargs, 4, 5, #name "_on_stream(dest, source, nbytes, pe, stream)"))        \
+            return NULL;                                                                           \
+        return rma(op, args[0], args[1], args[2], args[3], nargs > 4 ? args[4] : NULL,             \
+                   #name "_on_stream");                                                            \
     }
 DEF_RMA(putmem, RMA_PUT)
 DEF_RMA(getmem, RMA_GET)
@@ -1799,8 +1821,7 @@ static int resolve_sig(PyObject *o, uint64_t **out, const char *fn)
     if (check_sym_span(&s, sizeof(uint64_t), fn, "sig_addr"))
         return -1;
     if ((uintptr_t)s.sym % sizeof(uint64_t))
-        return err(ERR_INVALID, "%s: sig_addr %p is not 8-byte aligned", fn,
-                   (void *)s.sym);
+        return err(ERR_INVALID, "%s: sig_addr %p is not 8-byte aligned", fn, (void *)s.sym);
     *out = (uint64_t *)s.sym;
     return 0;
 }
@@ -1822,8 +1843,7 @@ static int check_cmp(PyObject *o, int *cmp, const char *fn)
     if (as_int(o, cmp, fn, "cmp"))
         return -1;
     if (*cmp < SHMEM_CMP_EQ || *cmp > SHMEM_CMP_LE) {
-        PyErr_Format(PyExc_ValueError, "%s: cmp %d is not one of CMP_EQ/NE/GT/GE/LT/LE", fn,
-                     *cmp);
+        PyErr_Format(PyExc_ValueError, "%s: cmp %d is not one of CMP_EQ/NE/GT/GE/LT/LE", fn, *cmp);
         return -1;
     }
     return 0;
@@ -1836,9 +1856,8 @@ static PyObject *put_signal(PyObject *const *args, PyObject *stream, int nbi, co
     uint64_t signal, *sig;
     span_t d, s;
     if (as_size(args[2], &n, fn, "nbytes") || check_pe(args[6], &pe, fn) ||
-        check_stream(stream, fn) || check_reach(pe, fn) ||
-        as_u64(args[4], &signal, fn, "signal") || check_sig_op(args[5], &op, fn) ||
-        resolve_sig(args[3], &sig, fn))
+        check_stream(stream, fn) || check_reach(pe, fn) || as_u64(args[4], &signal, fn, "signal") ||
+        check_sig_op(args[5], &op, fn) || resolve_sig(args[3], &sig, fn))
         return NULL;
     if (span_get(args[0], &d, 0, fn, "dest"))
         return NULL;
@@ -1848,12 +1867,12 @@ static PyObject *put_signal(PyObject *const *args, PyObject *stream, int nbi, co
     }
     int bad = check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source");
     if (!bad) {
-        Py_BEGIN_ALLOW_THREADS
+        Py_BEGIN_ALLOW_THREADS;
         if (nbi)
             shmem_putmem_signal_nbi(d.sym, s.ptr, n, sig, signal, op, pe);
         else
             shmem_putmem_signal(d.sym, s.ptr, n, sig, signal, op, pe);
-        Py_END_ALLOW_THREADS
+        Py_END_ALLOW_THREADS;
     }
     span_release(&s);
     span_release(&d);
@@ -1877,8 +1896,7 @@ static PyObject *py_putmem_signal_nbi(PyObject *self, PyObject *const *args, Py_
         return NULL;
     return put_signal(args, NULL, 1, "putmem_signal_nbi");
 }
-static PyObject *py_putmem_signal_on_stream(PyObject *self, PyObject *const *args,
-                                            Py_ssize_t nargs)
+static PyObject *py_putmem_signal_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     if (check_nargs(nargs, 7, 8, "putmem_signal_on_stream" PUT_SIGNAL_SIG ", stream)"))
@@ -1917,7 +1935,7 @@ static PyObject *signal_wait(PyObject *const *args, PyObject *stream, const char
         check_cmp(args[1], &cmp, fn) || as_u64(args[2], &value, fn, "cmp_value"))
         return NULL;
     while (!done) {
-        Py_BEGIN_ALLOW_THREADS
+        Py_BEGIN_ALLOW_THREADS;
         for (unsigned i = 0; i < 20000 && !done; i++) {
             if (cmp_u64(shmem_signal_fetch(sig), cmp, value))
                 done = 1;
@@ -1926,7 +1944,7 @@ static PyObject *signal_wait(PyObject *const *args, PyObject *stream, const char
         }
         if (done) /* the library's own wait: acquire ordering on the data */
             v = shmem_signal_wait_until(sig, cmp, value);
-        Py_END_ALLOW_THREADS
+        Py_END_ALLOW_THREADS;
         if (!done && PyErr_CheckSignals() < 0)
             return NULL;
     }
@@ -1980,9 +1998,9 @@ static PyObject *py_barrier_all(PyObject *self, PyObject *unused)
     (void)unused;
     if (require_init("barrier_all"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_barrier_all();
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     Py_RETURN_NONE;
 }
 
@@ -1992,21 +2010,21 @@ static PyObject *py_sync_all(PyObject *self, PyObject *unused)
     (void)unused;
     if (require_init("sync_all"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_sync_all();
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     Py_RETURN_NONE;
 }
 
-#define DEF_STREAM0(name, call)                                                              \
-    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
-                                           Py_ssize_t nargs)                                 \
-    {                                                                                        \
-        (void)self;                                                                          \
-        if (check_nargs(nargs, 0, 1, #name "_on_stream(stream=None)") ||                     \
-            check_stream(nargs ? args[0] : NULL, #name "_on_stream"))                        \
-            return NULL;                                                                     \
-        return call(self, NULL);                                                             \
+#define DEF_STREAM0(name, call)                                                                    \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,                  \
+                                           Py_ssize_t nargs)                                       \
+    {                                                                                              \
+        (void)self;                                                                                \
+        if (check_nargs(nargs, 0, 1, #name "_on_stream(stream=None)") ||                           \
+            check_stream(nargs ? args[0] : NULL, #name "_on_stream"))                              \
+            return NULL;                                                                           \
+        return call(self, NULL);                                                                   \
     }
 DEF_STREAM0(barrier_all, py_barrier_all)
 DEF_STREAM0(sync_all, py_sync_all)
@@ -2017,8 +2035,7 @@ DEF_STREAM0(quiet, py_quiet)
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
-    PyObject_HEAD
-    shmem_team_t team;
+    PyObject_HEAD shmem_team_t team;
     const char *name; /* predefined teams */
     int created;      /* made by a split here */
     int destroyed;
@@ -2053,8 +2070,9 @@ static int team_get(PyObject *o, shmem_team_t *out, const char *fn)
     if (require_init(fn))
         return -1;
     if (t->team == SHMEM_TEAM_INVALID)
-        return err(ERR_INVALID, "%s: team is TEAM_INVALID (this PE is not a member of the "
-                                "team it was split into)",
+        return err(ERR_INVALID,
+                   "%s: team is TEAM_INVALID (this PE is not a member of the "
+                   "team it was split into)",
                    fn);
     if (t->destroyed)
         return err(ERR_INVALID, "%s: the team was destroyed", fn);
@@ -2115,8 +2133,9 @@ static int read_config(PyObject *cfg, long mask, shmem_team_config_t *out, const
     out->num_contexts = 0;
     if (cfg == NULL || cfg == Py_None) {
         if (mask & SHMEM_TEAM_NUM_CONTEXTS) {
-            PyErr_Format(PyExc_ValueError, "%s: config_mask has TEAM_NUM_CONTEXTS but config "
-                                           "is None",
+            PyErr_Format(PyExc_ValueError,
+                         "%s: config_mask has TEAM_NUM_CONTEXTS but config "
+                         "is None",
                          fn);
             return -1;
         }
@@ -2163,8 +2182,8 @@ static PyObject *py_team_split_strided(PyObject *self, PyObject *args, PyObject 
     PyObject *parent, *cfg = Py_None;
     int start, stride, size;
     long mask = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!iii|Ol:team_split_strided", kwlist,
-                                     &TeamType, &parent, &start, &stride, &size, &cfg, &mask))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!iii|Ol:team_split_strided", kwlist, &TeamType,
+                                     &parent, &start, &stride, &size, &cfg, &mask))
         return NULL;
     if (require_init(fn))
         return NULL;
@@ -2178,17 +2197,17 @@ static PyObject *py_team_split_strided(PyObject *self, PyObject *args, PyObject 
     long long last = start + (long long)(size - 1) * stride;
     if (size < 1 || start < 0 || start >= n || (stride == 0 && size != 1) || last < 0 ||
         last >= n) {
-        PyErr_Format(PyExc_ValueError, "%s: invalid triple (start %d, stride %d, size %d) for a "
-                                       "parent team of %d PEs",
+        PyErr_Format(PyExc_ValueError,
+                     "%s: invalid triple (start %d, stride %d, size %d) for a "
+                     "parent team of %d PEs",
                      fn, start, stride, size, n);
         return NULL;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shmem_team_split_strided(p, start, stride, size, cfg == Py_None ? NULL : &conf, mask,
-                                  &nt);
-    Py_END_ALLOW_THREADS
-    if (check_status(rc, fn))
+    Py_BEGIN_ALLOW_THREADS;
+    rc = shmem_team_split_strided(p, start, stride, size, cfg == Py_None ? NULL : &conf, mask, &nt);
+    Py_END_ALLOW_THREADS;
+    if (check_std_status(rc, fn))
         return NULL;
     PyObject *team = wrap_new_team(nt);
     if (!team)
@@ -2202,8 +2221,8 @@ static PyObject *py_team_split_2d(PyObject *self, PyObject *args, PyObject *kwds
 {
     (void)self;
     static const char fn[] = "team_split_2d";
-    static char *kwlist[] = {"parent",      "xrange",     "xaxis_config", "xaxis_mask",
-                             "yaxis_config", "yaxis_mask", NULL};
+    static char *kwlist[] = {"parent",     "xrange", "xaxis_config", "xaxis_mask", "yaxis_config",
+                             "yaxis_mask", NULL};
     PyObject *parent, *xc = Py_None, *yc = Py_None;
     int xrange;
     long xm = 0, ym = 0;
@@ -2224,11 +2243,11 @@ static PyObject *py_team_split_2d(PyObject *self, PyObject *args, PyObject *kwds
         return NULL;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmem_team_split_2d(p, xrange, xc == Py_None ? NULL : &xconf, xm, &xt,
                              yc == Py_None ? NULL : &yconf, ym, &yt);
-    Py_END_ALLOW_THREADS
-    if (check_status(rc, fn))
+    Py_END_ALLOW_THREADS;
+    if (check_std_status(rc, fn))
         return NULL;
     PyObject *x = wrap_new_team(xt);
     PyObject *y = x ? wrap_new_team(yt) : NULL;
@@ -2243,9 +2262,9 @@ static void team_destroy_obj(TeamObj *t)
 {
     t->destroyed = 1;
     shmem_team_t h = t->team;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_team_destroy(h);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     Py_ssize_t n = PyList_GET_SIZE(g_teams);
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyList_GET_ITEM(g_teams, i) == (PyObject *)t) {
@@ -2296,10 +2315,10 @@ static PyObject *py_team_sync(PyObject *self, PyObject *arg)
     int rc;
     if (team_get(arg, &t, "team_sync"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmem_team_sync(t);
-    Py_END_ALLOW_THREADS
-    if (check_status(rc, "team_sync"))
+    Py_END_ALLOW_THREADS;
+    if (check_std_status(rc, "team_sync"))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2312,23 +2331,23 @@ static PyObject *py_barrier(PyObject *self, PyObject *arg)
     int rc;
     if (team_get(arg, &t, "barrier"))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     shmem_quiet();
     rc = shmem_team_sync(t);
-    Py_END_ALLOW_THREADS
-    if (check_status(rc, "barrier"))
+    Py_END_ALLOW_THREADS;
+    if (check_std_status(rc, "barrier"))
         return NULL;
     Py_RETURN_NONE;
 }
 
-#define DEF_TEAM_STREAM(name)                                                                \
-    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,          \
-                                           Py_ssize_t nargs)                                 \
-    {                                                                                        \
-        if (check_nargs(nargs, 1, 2, #name "_on_stream(team, stream=None)") ||               \
-            check_stream(nargs > 1 ? args[1] : NULL, #name "_on_stream"))                    \
-            return NULL;                                                                     \
-        return py_##name(self, args[0]);                                                     \
+#define DEF_TEAM_STREAM(name)                                                                      \
+    static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,                  \
+                                           Py_ssize_t nargs)                                       \
+    {                                                                                              \
+        if (check_nargs(nargs, 1, 2, #name "_on_stream(team, stream=None)") ||                     \
+            check_stream(nargs > 1 ? args[1] : NULL, #name "_on_stream"))                          \
+            return NULL;                                                                           \
+        return py_##name(self, args[0]);                                                           \
     }
 DEF_TEAM_STREAM(barrier)
 DEF_TEAM_STREAM(team_sync)
@@ -2455,12 +2474,12 @@ static PyObject *coll_blocks(PyObject *const *args, PyObject *stream, int kind, 
         coll_spans(args[1], args[2], total, kind == 0 ? total : n, &d, &s, fn))
         return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = kind == 0 ? shmem_alltoallmem(t, d.sym, s.sym, n) : shmem_fcollectmem(t, d.sym, s.sym, n);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     span_release(&s);
     span_release(&d);
-    if (check_status(rc, fn))
+    if (check_std_status(rc, fn))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2504,12 +2523,12 @@ static PyObject *bcast(PyObject *const *args, PyObject *stream, const char *fn)
     if (coll_spans(args[1], args[2], n, n, &d, &s, fn))
         return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS;
     rc = shmem_broadcastmem(t, d.sym, s.sym, n, root);
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS;
     span_release(&s);
     span_release(&d);
-    if (check_status(rc, fn))
+    if (check_std_status(rc, fn))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2521,12 +2540,12 @@ static PyObject *py_broadcastmem(PyObject *self, PyObject *const *args, Py_ssize
         return NULL;
     return bcast(args, NULL, "broadcastmem");
 }
-static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args,
-                                           Py_ssize_t nargs)
+static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (check_nargs(nargs, 5, 6, "broadcastmem_on_stream(team, dest, source, nbytes, pe_root, "
-                                 "stream)"))
+    if (check_nargs(nargs, 5, 6,
+                    "broadcastmem_on_stream(team, dest, source, nbytes, pe_root, "
+                    "stream)"))
         return NULL;
     return bcast(args, nargs > 5 ? args[5] : NULL, "broadcastmem_on_stream");
 }
@@ -2536,30 +2555,30 @@ static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args
 /* ------------------------------------------------------------------------ */
 
 /* X(name, ctype, kind, lo, hi): kind S signed, U unsigned, F floating. */
-#define T_INT(X)                                                   \
-    X(int, int, S, INT_MIN, INT_MAX)                               \
-    X(long, long, S, LONG_MIN, LONG_MAX)                           \
-    X(longlong, long long, S, LLONG_MIN, LLONG_MAX)                \
-    X(uint, unsigned int, U, 0, UINT_MAX)                          \
-    X(ulong, unsigned long, U, 0, ULONG_MAX)                       \
-    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX)             \
-    X(int32, int32_t, S, INT32_MIN, INT32_MAX)                     \
-    X(int64, int64_t, S, INT64_MIN, INT64_MAX)                     \
-    X(uint32, uint32_t, U, 0, UINT32_MAX)                          \
-    X(uint64, uint64_t, U, 0, UINT64_MAX)                          \
-    X(size, size_t, U, 0, SIZE_MAX)                                \
+#define T_INT(X)                                                                                   \
+    X(int, int, S, INT_MIN, INT_MAX)                                                               \
+    X(long, long, S, LONG_MIN, LONG_MAX)                                                           \
+    X(longlong, long long, S, LLONG_MIN, LLONG_MAX)                                                \
+    X(uint, unsigned int, U, 0, UINT_MAX)                                                          \
+    X(ulong, unsigned long, U, 0, ULONG_MAX)                                                       \
+    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX)                                             \
+    X(int32, int32_t, S, INT32_MIN, INT32_MAX)                                                     \
+    X(int64, int64_t, S, INT64_MIN, INT64_MAX)                                                     \
+    X(uint32, uint32_t, U, 0, UINT32_MAX)                                                          \
+    X(uint64, uint64_t, U, 0, UINT64_MAX)                                                          \
+    X(size, size_t, U, 0, SIZE_MAX)                                                                \
     X(ptrdiff, ptrdiff_t, S, PTRDIFF_MIN, PTRDIFF_MAX)
-#define T_STD(X)                   \
-    X(float, float, F, 0, 0)       \
-    X(double, double, F, 0, 0)     \
+#define T_STD(X)                                                                                   \
+    X(float, float, F, 0, 0)                                                                       \
+    X(double, double, F, 0, 0)                                                                     \
     T_INT(X)
-#define T_BIT(X)                                       \
-    X(uint, unsigned int, U, 0, UINT_MAX)              \
-    X(ulong, unsigned long, U, 0, ULONG_MAX)           \
-    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX) \
-    X(int32, int32_t, S, INT32_MIN, INT32_MAX)         \
-    X(int64, int64_t, S, INT64_MIN, INT64_MAX)         \
-    X(uint32, uint32_t, U, 0, UINT32_MAX)              \
+#define T_BIT(X)                                                                                   \
+    X(uint, unsigned int, U, 0, UINT_MAX)                                                          \
+    X(ulong, unsigned long, U, 0, ULONG_MAX)                                                       \
+    X(ulonglong, unsigned long long, U, 0, ULLONG_MAX)                                             \
+    X(int32, int32_t, S, INT32_MIN, INT32_MAX)                                                     \
+    X(int64, int64_t, S, INT64_MIN, INT64_MAX)                                                     \
+    X(uint32, uint32_t, U, 0, UINT32_MAX)                                                          \
     X(uint64, uint64_t, U, 0, UINT64_MAX)
 
 static int conv_S(PyObject *o, long long lo, long long hi, long long *out, const char *fn,
@@ -2602,28 +2621,28 @@ static int conv_F(PyObject *o, double *out, const char *fn, const char *what)
     return 0;
 }
 
-#define CONV_BODY_S(T, LO, HI)                                                               \
-    long long v;                                                                             \
-    if (conv_S(o, LO, HI, &v, fn, what))                                                     \
-        return -1;                                                                           \
-    *out = (T)v;                                                                             \
+#define CONV_BODY_S(T, LO, HI)                                                                     \
+    long long v;                                                                                   \
+    if (conv_S(o, LO, HI, &v, fn, what))                                                           \
+        return -1;                                                                                 \
+    *out = (T)v;                                                                                   \
     return 0;
-#define CONV_BODY_U(T, LO, HI)                                                               \
-    unsigned long long v;                                                                    \
-    if (conv_U(o, HI, &v, fn, what))                                                         \
-        return -1;                                                                           \
-    *out = (T)v;                                                                             \
+#define CONV_BODY_U(T, LO, HI)                                                                     \
+    unsigned long long v;                                                                          \
+    if (conv_U(o, HI, &v, fn, what))                                                               \
+        return -1;                                                                                 \
+    *out = (T)v;                                                                                   \
     return 0;
-#define CONV_BODY_F(T, LO, HI)                                                               \
-    double v;                                                                                \
-    if (conv_F(o, &v, fn, what))                                                             \
-        return -1;                                                                           \
-    *out = (T)v;                                                                             \
+#define CONV_BODY_F(T, LO, HI)                                                                     \
+    double v;                                                                                      \
+    if (conv_F(o, &v, fn, what))                                                                   \
+        return -1;                                                                                 \
+    *out = (T)v;                                                                                   \
     return 0;
-#define DEF_CONV(N, T, K, LO, HI)                                                            \
-    static int conv_##N(PyObject *o, T *out, const char *fn, const char *what)              \
-    {                                                                                        \
-        CONV_BODY_##K(T, LO, HI)                                                             \
+#define DEF_CONV(N, T, K, LO, HI)                                                                  \
+    static int conv_##N(PyObject *o, T *out, const char *fn, const char *what)                     \
+    {                                                                                              \
+        CONV_BODY_##K(T, LO, HI)                                                                   \
     }
 T_STD(DEF_CONV)
 #define RET_S(v) PyLong_FromLongLong((long long)(v))
@@ -2641,112 +2660,106 @@ static int amo_target(PyObject *o, PyObject *peobj, size_t size, void **dest, in
     if (check_sym_span(&s, size, fn, "dest"))
         return -1;
     if ((uintptr_t)s.sym % size)
-        return err(ERR_INVALID, "%s: dest %p is not %zu-byte aligned", fn,
-                   (void *)s.sym, size);
+        return err(ERR_INVALID, "%s: dest %p is not %zu-byte aligned", fn, (void *)s.sym, size);
     *dest = s.sym;
     return 0;
 }
 
-#define AMO_FETCH(N, T, K, LO, HI)                                                           \
-    static PyObject *py_##N##_atomic_fetch(PyObject *self, PyObject *const *args,          \
-                                           Py_ssize_t nargs)                                 \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_fetch";                                         \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        if (check_nargs(nargs, 2, 2, #N "_atomic_fetch(source, pe)") ||                      \
-            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        return RET_##K(shmem_##N##_atomic_fetch((const T *)d, pe));                          \
+#define AMO_FETCH(N, T, K, LO, HI)                                                                 \
+    static PyObject *py_##N##_atomic_fetch(PyObject *self, PyObject *const *args,                  \
+                                           Py_ssize_t nargs)                                       \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_fetch";                                               \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_fetch(source, pe)") ||                            \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        return RET_##K(shmem_##N##_atomic_fetch((const T *)d, pe));                                \
     }
-#define DEF_AMO_VAL_VOID(N, T, K, LO, HI, OP)                                                \
-    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
-                                          Py_ssize_t nargs)                                  \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_" #OP;                                          \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        T v;                                                                                 \
-        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||               \
-            conv_##N(args[1], &v, fn, "value") ||                                 \
-            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        shmem_##N##_atomic_##OP((T *)d, v, pe);                                              \
-        Py_RETURN_NONE;                                                                      \
+#define DEF_AMO_VAL_VOID(N, T, K, LO, HI, OP)                                                      \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_" #OP;                                                \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        T v;                                                                                       \
+        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||                     \
+            conv_##N(args[1], &v, fn, "value") ||                                                  \
+            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        shmem_##N##_atomic_##OP((T *)d, v, pe);                                                    \
+        Py_RETURN_NONE;                                                                            \
     }
-#define DEF_AMO_VAL_FETCH(N, T, K, LO, HI, OP)                                               \
-    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
-                                          Py_ssize_t nargs)                                  \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_" #OP;                                          \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        T v;                                                                                 \
-        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||               \
-            conv_##N(args[1], &v, fn, "value") ||                                 \
-            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        return RET_##K(shmem_##N##_atomic_##OP((T *)d, v, pe));                              \
+#define DEF_AMO_VAL_FETCH(N, T, K, LO, HI, OP)                                                     \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_" #OP;                                                \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        T v;                                                                                       \
+        if (check_nargs(nargs, 3, 3, #N "_atomic_" #OP "(dest, value, pe)") ||                     \
+            conv_##N(args[1], &v, fn, "value") ||                                                  \
+            amo_target(args[0], args[2], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        return RET_##K(shmem_##N##_atomic_##OP((T *)d, v, pe));                                    \
     }
-#define DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, OP)                                              \
-    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
-                                          Py_ssize_t nargs)                                  \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_" #OP;                                          \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                      \
-            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        shmem_##N##_atomic_##OP((T *)d, pe);                                                 \
-        Py_RETURN_NONE;                                                                      \
+#define DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, OP)                                                    \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_" #OP;                                                \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                            \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        shmem_##N##_atomic_##OP((T *)d, pe);                                                       \
+        Py_RETURN_NONE;                                                                            \
     }
-#define DEF_AMO_NOVAL_FETCH(N, T, K, LO, HI, OP)                                             \
-    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args,           \
-                                          Py_ssize_t nargs)                                  \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_" #OP;                                          \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                      \
-            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        return RET_##K(shmem_##N##_atomic_##OP((T *)d, pe));                                 \
+#define DEF_AMO_NOVAL_FETCH(N, T, K, LO, HI, OP)                                                   \
+    static PyObject *py_##N##_atomic_##OP(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_" #OP;                                                \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        if (check_nargs(nargs, 2, 2, #N "_atomic_" #OP "(dest, pe)") ||                            \
+            amo_target(args[0], args[1], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        return RET_##K(shmem_##N##_atomic_##OP((T *)d, pe));                                       \
     }
-#define DEF_AMO_CSWAP(N, T, K, LO, HI)                                                       \
-    static PyObject *py_##N##_atomic_compare_swap(PyObject *self, PyObject *const *args,   \
-                                                  Py_ssize_t nargs)                          \
-    {                                                                                        \
-        (void)self;                                                                          \
-        static const char fn[] = #N "_atomic_compare_swap";                                  \
-        void *d;                                                                             \
-        int pe;                                                                              \
-        T c, v;                                                                              \
-        if (check_nargs(nargs, 4, 4, #N "_atomic_compare_swap(dest, cond, value, pe)") ||   \
-            conv_##N(args[1], &c, fn, "cond") ||                                  \
-            conv_##N(args[2], &v, fn, "value") ||                                 \
-            amo_target(args[0], args[3], sizeof(T), &d, &pe, fn))                            \
-            return NULL;                                                                     \
-        return RET_##K(shmem_##N##_atomic_compare_swap((T *)d, c, v, pe));                   \
+#define DEF_AMO_CSWAP(N, T, K, LO, HI)                                                             \
+    static PyObject *py_##N##_atomic_compare_swap(PyObject *self, PyObject *const *args,           \
+                                                  Py_ssize_t nargs)                                \
+    {                                                                                              \
+        (void)self;                                                                                \
+        static const char fn[] = #N "_atomic_compare_swap";                                        \
+        void *d;                                                                                   \
+        int pe;                                                                                    \
+        T c, v;                                                                                    \
+        if (check_nargs(nargs, 4, 4, #N "_atomic_compare_swap(dest, cond, value, pe)") ||          \
+            conv_##N(args[1], &c, fn, "cond") || conv_##N(args[2], &v, fn, "value") ||             \
+            amo_target(args[0], args[3], sizeof(T), &d, &pe, fn))                                  \
+            return NULL;                                                                           \
+        return RET_##K(shmem_##N##_atomic_compare_swap((T *)d, c, v, pe));                         \
     }
 
-#define DEF_SET(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, set)
+#define DEF_SET(N, T, K, LO, HI)  DEF_AMO_VAL_VOID(N, T, K, LO, HI, set)
 #define DEF_SWAP(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, swap)
 #define DEF_FADD(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_add)
-#define DEF_ADD(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, add)
+#define DEF_ADD(N, T, K, LO, HI)  DEF_AMO_VAL_VOID(N, T, K, LO, HI, add)
 #define DEF_FINC(N, T, K, LO, HI) DEF_AMO_NOVAL_FETCH(N, T, K, LO, HI, fetch_inc)
-#define DEF_INC(N, T, K, LO, HI) DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, inc)
+#define DEF_INC(N, T, K, LO, HI)  DEF_AMO_NOVAL_VOID(N, T, K, LO, HI, inc)
 #define DEF_FAND(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_and)
-#define DEF_FOR(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_or)
+#define DEF_FOR(N, T, K, LO, HI)  DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_or)
 #define DEF_FXOR(N, T, K, LO, HI) DEF_AMO_VAL_FETCH(N, T, K, LO, HI, fetch_xor)
-#define DEF_AND(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, and)
-#define DEF_OR(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, or)
-#define DEF_XOR(N, T, K, LO, HI) DEF_AMO_VAL_VOID(N, T, K, LO, HI, xor)
+#define DEF_AND(N, T, K, LO, HI)  DEF_AMO_VAL_VOID(N, T, K, LO, HI, and)
+#define DEF_OR(N, T, K, LO, HI)   DEF_AMO_VAL_VOID(N, T, K, LO, HI, or)
+#define DEF_XOR(N, T, K, LO, HI)  DEF_AMO_VAL_VOID(N, T, K, LO, HI, xor)
 
 T_STD(AMO_FETCH)
 T_STD(DEF_SET)
@@ -2763,119 +2776,132 @@ T_BIT(DEF_AND)
 T_BIT(DEF_OR)
 T_BIT(DEF_XOR)
 
-#define ML(N, OP) {#N "_atomic_" #OP, FN(py_##N##_atomic_##OP), METH_FASTCALL, NULL},
+#define ML(N, OP)                 {#N "_atomic_" #OP, FN(py_##N##_atomic_##OP), METH_FASTCALL, NULL},
 #define ML_FETCH(N, T, K, LO, HI) ML(N, fetch)
-#define ML_SET(N, T, K, LO, HI) ML(N, set)
-#define ML_SWAP(N, T, K, LO, HI) ML(N, swap)
+#define ML_SET(N, T, K, LO, HI)   ML(N, set)
+#define ML_SWAP(N, T, K, LO, HI)  ML(N, swap)
 #define ML_CSWAP(N, T, K, LO, HI) ML(N, compare_swap)
-#define ML_FINC(N, T, K, LO, HI) ML(N, fetch_inc)
-#define ML_INC(N, T, K, LO, HI) ML(N, inc)
-#define ML_FADD(N, T, K, LO, HI) ML(N, fetch_add)
-#define ML_ADD(N, T, K, LO, HI) ML(N, add)
-#define ML_FAND(N, T, K, LO, HI) ML(N, fetch_and)
-#define ML_FOR(N, T, K, LO, HI) ML(N, fetch_or)
-#define ML_FXOR(N, T, K, LO, HI) ML(N, fetch_xor)
-#define ML_AND(N, T, K, LO, HI) ML(N, and)
-#define ML_OR(N, T, K, LO, HI) ML(N, or)
-#define ML_XOR(N, T, K, LO, HI) ML(N, xor)
+#define ML_FINC(N, T, K, LO, HI)  ML(N, fetch_inc)
+#define ML_INC(N, T, K, LO, HI)   ML(N, inc)
+#define ML_FADD(N, T, K, LO, HI)  ML(N, fetch_add)
+#define ML_ADD(N, T, K, LO, HI)   ML(N, add)
+#define ML_FAND(N, T, K, LO, HI)  ML(N, fetch_and)
+#define ML_FOR(N, T, K, LO, HI)   ML(N, fetch_or)
+#define ML_FXOR(N, T, K, LO, HI)  ML(N, fetch_xor)
+#define ML_AND(N, T, K, LO, HI)   ML(N, and)
+#define ML_OR(N, T, K, LO, HI)    ML(N, or)
+#define ML_XOR(N, T, K, LO, HI)   ML(N, xor)
 
 /* ------------------------------------------------------------------------ */
 /* Module                                                                     */
 /* ------------------------------------------------------------------------ */
 
-#define F_(name, flags, doc) {#name, FN(py_##name), flags, doc},
+/* The method table: one entry per line (the formatter cannot lay out macro
+ * entries). */
+/* clang-format off */
+#define F_(name, flags, doc) {#name, FN(py_##name), flags, doc}
+#define KW (METH_VARARGS | METH_KEYWORDS)
 static PyMethodDef methods[] = {
     /* setup */
-    {"init", FN(py_init), METH_VARARGS | METH_KEYWORDS,
-     "init(thread_level=THREAD_MULTIPLE) -> provided: from the launcher environment (ushrun, "
-     "torchrun, or alone)."},
-    F_(get_uniqueid, METH_NOARGS, "get_uniqueid() -> bytes (128): rank 0 makes it, ships it.")
-    {"init_attr", FN(py_init_attr), METH_VARARGS | METH_KEYWORDS,
-     "init_attr(rank, nranks, uid, device=None, thread_level=THREAD_MULTIPLE)"},
-    F_(finalize, METH_NOARGS, "finalize(): destroys the package's teams, reports leaked "
-                              "symmetric memory (LeakWarning), finalizes the library.")
-    F_(is_initialized, METH_NOARGS, NULL)
-    F_(my_pe, METH_NOARGS, NULL)
-    F_(n_pes, METH_NOARGS, NULL)
-    F_(query_thread, METH_NOARGS, NULL)
-    F_(pe_accessible, METH_O, NULL)
-    F_(addr_accessible, METH_FASTCALL, "addr_accessible(addr, pe)")
-    F_(info_get_version, METH_NOARGS, NULL)
-    F_(info_get_name, METH_NOARGS, NULL)
-    F_(wtime, METH_NOARGS, NULL)
-    F_(global_exit, METH_O, "global_exit(status): stops every PE of the job.")
+    F_(init, KW,
+       "init(thread_level=THREAD_MULTIPLE) -> provided: from the launcher "
+       "environment (ushrun, torchrun, or alone)."),
+    F_(get_uniqueid, METH_NOARGS, "get_uniqueid() -> bytes (128): rank 0 makes it, ships it."),
+    F_(init_attr, KW, "init_attr(rank, nranks, uid, device=None, thread_level=THREAD_MULTIPLE)"),
+    F_(finalize, METH_NOARGS,
+       "finalize(): destroys the package's teams, reports leaked "
+       "symmetric memory (LeakWarning), finalizes the library."),
+    F_(is_initialized, METH_NOARGS, NULL),
+    F_(my_pe, METH_NOARGS, NULL),
+    F_(n_pes, METH_NOARGS, NULL),
+    F_(query_thread, METH_NOARGS, NULL),
+    F_(pe_accessible, METH_O, NULL),
+    F_(addr_accessible, METH_FASTCALL, "addr_accessible(addr, pe)"),
+    F_(info_get_version, METH_NOARGS, NULL),
+    F_(info_get_name, METH_NOARGS, NULL),
+    F_(wtime, METH_NOARGS, NULL),
+    F_(global_exit, METH_O, "global_exit(status): stops every PE of the job."),
     /* memory */
-    {"create_buffer", FN(py_create_buffer), METH_VARARGS | METH_KEYWORDS,
-     "create_buffer(nbytes, device=None, zero=False) -> SymmetricBuffer (collective)"},
-    F_(malloc, METH_O, "malloc(nbytes) -> int address (collective)")
-    F_(calloc, METH_FASTCALL, "calloc(count, size) -> int address (collective)")
-    F_(align, METH_FASTCALL, "align(alignment, nbytes) -> int address (collective)")
-    F_(free, METH_O, "free(addr_or_buffer) (collective)")
-    F_(ptr, METH_FASTCALL, "ptr(dest, pe) -> address of pe's copy in this process, or None")
+    F_(create_buffer, KW,
+       "create_buffer(nbytes, device=None, zero=False) -> SymmetricBuffer "
+       "(collective)"),
+    F_(malloc, METH_O, "malloc(nbytes) -> int address (collective)"),
+    F_(calloc, METH_FASTCALL, "calloc(count, size) -> int address (collective)"),
+    F_(align, METH_FASTCALL, "align(alignment, nbytes) -> int address (collective)"),
+    F_(free, METH_O, "free(addr_or_buffer) (collective)"),
+    F_(ptr, METH_FASTCALL, "ptr(dest, pe) -> address of pe's copy in this process, or None"),
     F_(get_peer_buffer, METH_FASTCALL,
-       "get_peer_buffer(buf, pe, nbytes=None) -> non-owning SymmetricBuffer view of pe's copy")
-    F_(get_heap_bases, METH_O, "get_heap_bases(buf) -> [address of each PE's copy, or None]")
-    F_(buffer_register, METH_FASTCALL, "buffer_register(addr, length=None)")
-    F_(buffer_unregister, METH_O, NULL)
-    F_(buffer_unregister_all, METH_NOARGS, NULL)
+       "get_peer_buffer(buf, pe, nbytes=None) -> non-owning "
+       "SymmetricBuffer view of pe's copy"),
+    F_(get_heap_bases, METH_O, "get_heap_bases(buf) -> [address of each PE's copy, or None]"),
+    F_(buffer_register, METH_FASTCALL, "buffer_register(addr, length=None)"),
+    F_(buffer_unregister, METH_O, NULL),
+    F_(buffer_unregister_all, METH_NOARGS, NULL),
     {"_allocations", FN(py_allocations), METH_NOARGS, "[(addr, nbytes, kind)] live allocations"},
     {"_owner_of", FN(py_owner_of), METH_O, NULL},
     /* RMA */
-    F_(putmem, METH_FASTCALL, "putmem(dest, source, nbytes, pe)")
-    F_(getmem, METH_FASTCALL, "getmem(dest, source, nbytes, pe)")
-    F_(putmem_nbi, METH_FASTCALL, NULL)
-    F_(getmem_nbi, METH_FASTCALL, NULL)
-    F_(putmem_on_stream, METH_FASTCALL, "putmem_on_stream(dest, source, nbytes, pe, stream=None)")
-    F_(getmem_on_stream, METH_FASTCALL, "getmem_on_stream(dest, source, nbytes, pe, stream=None)")
-    F_(putmem_nbi_on_stream, METH_FASTCALL, NULL)
-    F_(getmem_nbi_on_stream, METH_FASTCALL, NULL)
-    F_(putmem_signal, METH_FASTCALL, "putmem_signal" PUT_SIGNAL_SIG ")")
-    F_(putmem_signal_nbi, METH_FASTCALL, NULL)
-    F_(putmem_signal_on_stream, METH_FASTCALL, "putmem_signal_on_stream" PUT_SIGNAL_SIG
-                                               ", stream=None)")
-    F_(signal_fetch, METH_O, NULL)
-    F_(signal_wait_until, METH_FASTCALL, "signal_wait_until(sig_addr, cmp, cmp_value) -> value")
-    F_(signal_wait_until_on_stream, METH_FASTCALL, NULL)
+    F_(putmem, METH_FASTCALL, "putmem(dest, source, nbytes, pe)"),
+    F_(getmem, METH_FASTCALL, "getmem(dest, source, nbytes, pe)"),
+    F_(putmem_nbi, METH_FASTCALL, NULL),
+    F_(getmem_nbi, METH_FASTCALL, NULL),
+    F_(putmem_on_stream, METH_FASTCALL, "putmem_on_stream(dest, source, nbytes, pe, stream=None)"),
+    F_(getmem_on_stream, METH_FASTCALL, "getmem_on_stream(dest, source, nbytes, pe, stream=None)"),
+    F_(putmem_nbi_on_stream, METH_FASTCALL, NULL),
+    F_(getmem_nbi_on_stream, METH_FASTCALL, NULL),
+    F_(putmem_signal, METH_FASTCALL, "putmem_signal" PUT_SIGNAL_SIG ")"),
+    F_(putmem_signal_nbi, METH_FASTCALL, NULL),
+    F_(putmem_signal_on_stream, METH_FASTCALL,
+       "putmem_signal_on_stream" PUT_SIGNAL_SIG ", stream=None)"),
+    F_(signal_fetch, METH_O, NULL),
+    F_(signal_wait_until, METH_FASTCALL, "signal_wait_until(sig_addr, cmp, cmp_value) -> value"),
+    F_(signal_wait_until_on_stream, METH_FASTCALL, NULL),
     /* sync */
-    F_(fence, METH_NOARGS, NULL)
-    F_(quiet, METH_NOARGS, NULL)
-    F_(barrier_all, METH_NOARGS, NULL)
-    F_(sync_all, METH_NOARGS, NULL)
-    F_(quiet_on_stream, METH_FASTCALL, NULL)
-    F_(barrier_all_on_stream, METH_FASTCALL, NULL)
-    F_(sync_all_on_stream, METH_FASTCALL, NULL)
-    F_(barrier, METH_O, "barrier(team): quiet + team sync")
-    F_(team_sync, METH_O, NULL)
-    F_(barrier_on_stream, METH_FASTCALL, NULL)
-    F_(team_sync_on_stream, METH_FASTCALL, NULL)
+    F_(fence, METH_NOARGS, NULL),
+    F_(quiet, METH_NOARGS, NULL),
+    F_(barrier_all, METH_NOARGS, NULL),
+    F_(sync_all, METH_NOARGS, NULL),
+    F_(quiet_on_stream, METH_FASTCALL, NULL),
+    F_(barrier_all_on_stream, METH_FASTCALL, NULL),
+    F_(sync_all_on_stream, METH_FASTCALL, NULL),
+    F_(barrier, METH_O, "barrier(team): quiet + team sync"),
+    F_(team_sync, METH_O, NULL),
+    F_(barrier_on_stream, METH_FASTCALL, NULL),
+    F_(team_sync_on_stream, METH_FASTCALL, NULL),
     /* teams */
-    F_(team_my_pe, METH_O, NULL)
-    F_(team_n_pes, METH_O, NULL)
-    F_(team_translate_pe, METH_FASTCALL, "team_translate_pe(src_team, src_pe, dest_team)")
-    {"team_split_strided", FN(py_team_split_strided), METH_VARARGS | METH_KEYWORDS,
-     "team_split_strided(parent, start, stride, size, config=None, config_mask=0) -> "
-     "(status, team)"},
-    {"team_split_2d", FN(py_team_split_2d), METH_VARARGS | METH_KEYWORDS,
-     "team_split_2d(parent, xrange, xaxis_config=None, xaxis_mask=0, yaxis_config=None, "
-     "yaxis_mask=0) -> (status, xteam, yteam)"},
-    F_(team_destroy, METH_O, NULL)
+    F_(team_my_pe, METH_O, NULL),
+    F_(team_n_pes, METH_O, NULL),
+    F_(team_translate_pe, METH_FASTCALL, "team_translate_pe(src_team, src_pe, dest_team)"),
+    F_(team_split_strided, KW,
+       "team_split_strided(parent, start, stride, size, config=None, "
+       "config_mask=0) -> (status, team)"),
+    F_(team_split_2d, KW,
+       "team_split_2d(parent, xrange, xaxis_config=None, xaxis_mask=0, "
+       "yaxis_config=None, yaxis_mask=0) -> (status, xteam, yteam)"),
+    F_(team_destroy, METH_O, NULL),
     /* collectives */
-    F_(alltoallmem, METH_FASTCALL, "alltoallmem(team, dest, source, nbytes_per_pe)")
-    F_(alltoallmem_on_stream, METH_FASTCALL, NULL)
-    F_(broadcastmem, METH_FASTCALL, "broadcastmem(team, dest, source, nbytes, pe_root)")
-    F_(broadcastmem_on_stream, METH_FASTCALL, NULL)
-    F_(fcollectmem, METH_FASTCALL, "fcollectmem(team, dest, source, nbytes)")
+    F_(alltoallmem, METH_FASTCALL, "alltoallmem(team, dest, source, nbytes_per_pe)"),
+    F_(alltoallmem_on_stream, METH_FASTCALL, NULL),
+    F_(broadcastmem, METH_FASTCALL, "broadcastmem(team, dest, source, nbytes, pe_root)"),
+    F_(broadcastmem_on_stream, METH_FASTCALL, NULL),
+    F_(fcollectmem, METH_FASTCALL, "fcollectmem(team, dest, source, nbytes)"),
     /* atomics */
-    T_STD(ML_FETCH) T_STD(ML_SET) T_STD(ML_SWAP) T_INT(ML_CSWAP) T_INT(ML_FINC) T_INT(ML_INC)
-    T_INT(ML_FADD) T_INT(ML_ADD) T_BIT(ML_FAND) T_BIT(ML_FOR) T_BIT(ML_FXOR) T_BIT(ML_AND)
-    T_BIT(ML_OR) T_BIT(ML_XOR)
+    T_STD(ML_FETCH) T_STD(ML_SET) T_STD(ML_SWAP)
+    T_INT(ML_CSWAP) T_INT(ML_FINC) T_INT(ML_INC) T_INT(ML_FADD) T_INT(ML_ADD)
+    T_BIT(ML_FAND) T_BIT(ML_FOR) T_BIT(ML_FXOR) T_BIT(ML_AND) T_BIT(ML_OR) T_BIT(ML_XOR)
     {NULL, NULL, 0, NULL},
 };
+/* clang-format on */
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "ushmem._ushmem",
-    "CPython binding of libushmem (see the ushmem package for the documented API).", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "ushmem._ushmem",
+    "CPython binding of libushmem (see the ushmem package for the documented API).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 static int add_int(PyObject *m, const char *name, long v)
@@ -2910,8 +2936,7 @@ PyMODINIT_FUNC PyInit__ushmem(void)
     g_team_world = team_new(SHMEM_TEAM_WORLD, "TEAM_WORLD", 0);
     g_team_shared = team_new(SHMEM_TEAM_SHARED, "TEAM_SHARED", 0);
     g_team_invalid = team_new(SHMEM_TEAM_INVALID, "TEAM_INVALID", 0);
-    if (!Error || !LeakWarning || !g_teams || !g_team_world || !g_team_shared ||
-        !g_team_invalid)
+    if (!Error || !LeakWarning || !g_teams || !g_team_world || !g_team_shared || !g_team_invalid)
         goto fail;
     if (PyModule_AddObjectRef(m, "Error", Error) < 0 ||
         PyModule_AddObjectRef(m, "LeakWarning", LeakWarning) < 0 ||

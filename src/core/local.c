@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,12 @@ int ushmemi_locality_init(const char *call)
         }
     }
     free(all);
+    /* Oversubscribed (more local PEs than CPUs we may run on): yield at once,
+     * the PE we wait for needs our CPU (4 PEs on 2 cores, barrier_all:
+     * 3.4 us yielding at once, 6 us after 4 polls, 13-19 us after 64). */
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    ushmemi_g.spin_limit = ushmemi_g.local_size > ncpu ? 0 : 4096;
     return 0;
 }
 

@@ -41,7 +41,8 @@ static int select_transports(const char *call)
                     ushmemi_debug(call, "transport '%.*s' is not built into this library", (int)len,
                                   p);
                 else {
-                    ushmemi_error(call, "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm, cuda)",
+                    ushmemi_error(call,
+                                  "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm, cuda)",
                                   (int)len, p);
                     return USHMEM_EINVAL;
                 }

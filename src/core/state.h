@@ -49,6 +49,7 @@ typedef struct {
     int my_pe, n_pes;
     int local_rank, local_size;
     unsigned char *is_local; /* [n_pes]: PE runs on this host */
+    unsigned spin_limit;     /* polls before a wait starts yielding the CPU */
     int thread_level;
     ushmemi_seg_t seg[USHMEMI_NSEG];
     ushmemi_sync_region_t *sync; /* == seg[HEAP].base */

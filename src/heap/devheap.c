@@ -65,8 +65,9 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
     ushmemi_sync_world();
     if (rc) {
         if (rc == USHMEM_ENOMEM)
-            ushmemi_debug(call, "device heap exhausted: %zu bytes requested, largest free block "
-                                "%zu of %zu free (raise USHMEM_DEVICE_HEAP_SIZE)",
+            ushmemi_debug(call,
+                          "device heap exhausted: %zu bytes requested, largest free block "
+                          "%zu of %zu free (raise USHMEM_DEVICE_HEAP_SIZE)",
                           size, ushmemi_alloc_largest_free(dev_arena),
                           ushmemi_alloc_bytes_free(dev_arena));
         else

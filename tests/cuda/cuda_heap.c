@@ -4,6 +4,7 @@
  * signals, wait/test, calloc/realloc, and host and device heaps in one job.
  * Run with 2 and 4 PEs on one GPU (USHMEM_DEVICE=0). */
 #include "cuda_test.h"
+#include "transport/cuda/devmem.h" /* the collectives src/coll hands device memory to */
 
 static uint64_t rnd(uint64_t *st)
 {
@@ -59,8 +60,10 @@ int main(void)
         shmem_barrier_all();
         size_t bad = 0;
         tcu_copy(back, d + off, n);
-        CHECK(test_verify(back, n, prev, round, &bad), "round %d: put host->device, %zu bytes, "
-              "byte %zu wrong", round, n, bad);
+        CHECK(test_verify(back, n, prev, round, &bad),
+              "round %d: put host->device, %zu bytes, "
+              "byte %zu wrong",
+              round, n, bad);
         CHECK(test_verify(h + off, n, prev, round, &bad), "round %d: put device->host, byte %zu",
               round, bad);
         tcu_copy(back, d2 + off, n);
@@ -69,8 +72,8 @@ int main(void)
         /* gets: device heap (peer) -> host local and -> device local */
         memset(back, 0, n);
         shmem_getmem(back, d + off, n, next);
-        CHECK(test_verify(back, n, me, round, &bad), "round %d: get device->host, byte %zu",
-              round, bad);
+        CHECK(test_verify(back, n, me, round, &bad), "round %d: get device->host, byte %zu", round,
+              bad);
         shmem_getmem((void *)(uintptr_t)dlocal, d2 + off, n, next);
         tcu_copy(back, (void *)(uintptr_t)dlocal, n);
         CHECK(test_verify(back, n, me, round, &bad), "round %d: get device->device, byte %zu",
@@ -160,6 +163,41 @@ int main(void)
     for (size_t i = 0; i < nw; i++)
         CHECK(kh[i] == tcu_fill_word(i, 0xabc000ULL + (uint64_t)prev), "kernel word %zu", i);
     free(kh);
+
+    /* ---- blocking collectives on device memory (what src/coll calls) ---- */
+    {
+        size_t blk = 1000;
+        char *cs = shmem_malloc((size_t)np * blk), *cd = shmem_malloc((size_t)np * blk);
+        for (int j = 0; j < np; j++) {
+            test_fill(src, blk, me, 900 + j);
+            tcu_copy(cs + (size_t)j * blk, src, blk);
+        }
+        CHECK(ushmemi_cuda_alltoall(SHMEM_TEAM_WORLD, cd, cs, blk, "test") == 0, "alltoall");
+        for (int j = 0; j < np; j++) {
+            tcu_copy(back, cd + (size_t)j * blk, blk);
+            CHECK(test_verify(back, blk, j, 900 + me, NULL), "device alltoall block %d", j);
+        }
+        CHECK(ushmemi_cuda_fcollect(SHMEM_TEAM_WORLD, cd, cs, blk, "test") == 0, "fcollect");
+        for (int j = 0; j < np; j++) {
+            tcu_copy(back, cd + (size_t)j * blk, blk);
+            CHECK(test_verify(back, blk, j, 900, NULL), "device fcollect block %d", j);
+        }
+        CHECK(ushmemi_cuda_broadcast(SHMEM_TEAM_WORLD, cd, cs, blk, 0, "test") == 0, "bcast");
+        tcu_copy(back, cd, blk);
+        CHECK(test_verify(back, blk, 0, 900, NULL), "device broadcast");
+        int iv[256], ir[256];
+        for (int i = 0; i < 256; i++)
+            iv[i] = me * 3 + i;
+        tcu_copy(cs, iv, sizeof iv);
+        CHECK(ushmemi_cuda_reduce(SHMEM_TEAM_WORLD, cd, cs, 256, USHMEMI_DT(USHMEMI_KIND_SINT, 4),
+                                  USHMEMI_OP_SUM, "test") == 0,
+              "reduce");
+        tcu_copy(ir, cd, sizeof ir);
+        for (int i = 0; i < 256; i++)
+            CHECK(ir[i] == 3 * np * (np - 1) / 2 + np * i, "device int sum [%d] = %d", i, ir[i]);
+        shmem_free(cd);
+        shmem_free(cs);
+    }
 
     /* ---- realloc keeps contents; free ---- */
     test_fill(src, 4096, me, 5);

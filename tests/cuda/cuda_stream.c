@@ -172,7 +172,8 @@ int main(void)
         int tn = shmem_team_n_pes(even), tme = shmem_team_my_pe(even);
         for (int r = 1; r < 16; r++) {
             for (int j = 0; j < tn; j++)
-                shmemx_putmem_on_stream(&slots[me], &vals[r], 8, shmem_team_translate_pe(even, j, SHMEM_TEAM_WORLD), s);
+                shmemx_putmem_on_stream(&slots[me], &vals[r], 8,
+                                        shmem_team_translate_pe(even, j, SHMEM_TEAM_WORLD), s);
             if (r % 2)
                 shmemx_barrier_on_stream(even, s);
             else
@@ -249,8 +250,8 @@ int main(void)
         double want = 0;
         for (int pe = 0; pe < np; pe++)
             want += (double)val_i64(pe, i) / 7.0;
-        CHECK(fabs(dr[i] - want) <= 1e-9 * (1 + fabs(want)), "double sum [%zu] = %g, want %g",
-              i, dr[i], want);
+        CHECK(fabs(dr[i] - want) <= 1e-9 * (1 + fabs(want)), "double sum [%zu] = %g, want %g", i,
+              dr[i], want);
     }
     /* in place: dest == source */
     CHECK(shmemx_long_xor_reduce_on_stream(SHMEM_TEAM_WORLD, lsrc, lsrc, ne, s) == 0, "xor");

@@ -12,16 +12,16 @@
 
 static ushmemi_cu_t tcu;
 
-#define TCU(expr)                                                                             \
-    do {                                                                                      \
-        CUresult r_ = (expr);                                                                 \
-        if (r_ != CUDA_SUCCESS) {                                                             \
-            const char *s_ = "?";                                                             \
-            tcu.cuGetErrorName(r_, &s_);                                                      \
-            fprintf(stderr, "PE %d: %s:%d: %s failed: %s\n", shmem_my_pe(), __FILE__, __LINE__, \
-                    #expr, s_);                                                               \
-            exit(1);                                                                          \
-        }                                                                                     \
+#define TCU(expr)                                                                                  \
+    do {                                                                                           \
+        CUresult r_ = (expr);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            const char *s_ = "?";                                                                  \
+            tcu.cuGetErrorName(r_, &s_);                                                           \
+            fprintf(stderr, "PE %d: %s:%d: %s failed: %s\n", shmem_my_pe(), __FILE__, __LINE__,    \
+                    #expr, s_);                                                                    \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* 0 when a GPU is usable; otherwise prints why and the caller exits 77. */
@@ -35,15 +35,15 @@ static inline int tcu_load(void)
         printf("SKIP: no CUDA driver (libcuda.so.1)\n");
         return -1;
     }
-#define TCU_LOOKUP(name, proto)                                                    \
-    {                                                                              \
-        void *fn = NULL;                                                           \
-        int st = 0;                                                                \
-        if (gp(#name, &fn, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) || !fn) { \
-            printf("SKIP: driver lacks %s\n", #name);                              \
-            return -1;                                                             \
-        }                                                                          \
-        memcpy(&tcu.name, &fn, sizeof fn);                                         \
+#define TCU_LOOKUP(name, proto)                                                                    \
+    {                                                                                              \
+        void *fn = NULL;                                                                           \
+        int st = 0;                                                                                \
+        if (gp(#name, &fn, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) || !fn) {                \
+            printf("SKIP: driver lacks %s\n", #name);                                              \
+            return -1;                                                                             \
+        }                                                                                          \
+        memcpy(&tcu.name, &fn, sizeof fn);                                                         \
     }
     USHMEMI_CU_FUNCS(TCU_LOOKUP)
 #undef TCU_LOOKUP

@@ -80,6 +80,17 @@ out=$(timeout 60 "$USHRUN" -n 2 --timeout 50 "$py" "$tmp/die.py" 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((SECONDS - start)) -lt 30 ]; then pass "failing PE stops the job"
 else bad "failing PE stops the job (rc $rc, $((SECONDS - start)) s)" "$out"; fi
 
+# 5b. global_exit(3) on one PE ends every PE with status 3.
+cat >"$tmp/gexit.py" <<'PY'
+import ushmem
+ushmem.init()
+if ushmem.my_pe() == 0:
+    ushmem.global_exit(3)
+ushmem.barrier_all()
+PY
+out=$(timeout 60 "$USHRUN" -n 2 --timeout 50 "$py" "$tmp/gexit.py" 2>&1); rc=$?
+[ $rc -eq 3 ] && pass "global_exit(3)" || bad "global_exit(3) (rc $rc)" "$out"
+
 # 6. Exit without finalize, buffers alive: clean (implicit finalize), status 0.
 cat >"$tmp/noexit.py" <<'PY'
 import ushmem

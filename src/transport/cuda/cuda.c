@@ -18,9 +18,8 @@
 #include "core/local.h"
 #include "transport/cuda/cuda_priv.h"
 
-ushmemi_cuda_t ushmemi_cuda = {.device = -1,
-                               .lock = PTHREAD_MUTEX_INITIALIZER,
-                               .sync_lock = PTHREAD_MUTEX_INITIALIZER};
+ushmemi_cuda_t ushmemi_cuda = {
+    .device = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .sync_lock = PTHREAD_MUTEX_INITIALIZER};
 size_t ushmemi_cuda_kcopy_max = 0;
 
 static int requested_device = -1; /* shmemx_init_attr */
@@ -122,8 +121,9 @@ CUfunction ushmemi_cuda_kernel(const char *name, const char *call)
 {
     CUfunction f = NULL;
     if (!ushmemi_cuda.mod)
-        ushmemi_fatal(call, "needs the embedded CUDA kernels, and this library has none for "
-                            "device %d (built without nvcc, or not for this GPU)",
+        ushmemi_fatal(call,
+                      "needs the embedded CUDA kernels, and this library has none for "
+                      "device %d (built without nvcc, or not for this GPU)",
                       ushmemi_cuda.device);
     CU_CHECK(ushmemi_cu.cuModuleGetFunction(&f, ushmemi_cuda.mod, name), call);
     return f;
@@ -198,8 +198,9 @@ static int heap_create(const char *call)
     }
     ushmemi_cuda.ipc = !strcmp(mode, "legacy") ? CUDA_IPC_LEGACY : CUDA_IPC_VMM;
     if (ushmemi_cuda.ipc == CUDA_IPC_VMM && !vmm_supported()) {
-        ushmemi_debug(call, "device %d cannot export VMM memory as file descriptors; using "
-                            "legacy CUDA IPC",
+        ushmemi_debug(call,
+                      "device %d cannot export VMM memory as file descriptors; using "
+                      "legacy CUDA IPC",
                       ushmemi_cuda.device);
         ushmemi_cuda.ipc = CUDA_IPC_LEGACY;
     }
@@ -215,8 +216,9 @@ static int heap_create(const char *call)
         ushmemi_cuda.size = (USHMEMI_CUDA_INTERNAL_SIZE + user + g - 1) / g * g;
         CUresult r = ushmemi_cu.cuMemCreate(&ushmemi_cuda.handle, ushmemi_cuda.size, &prop, 0);
         if (r != CUDA_SUCCESS) {
-            ushmemi_error(call, "cannot allocate a %zu-byte device heap on device %d: %s (lower "
-                                "USHMEM_DEVICE_HEAP_SIZE; %d PEs on this host may share the GPU)",
+            ushmemi_error(call,
+                          "cannot allocate a %zu-byte device heap on device %d: %s (lower "
+                          "USHMEM_DEVICE_HEAP_SIZE; %d PEs on this host may share the GPU)",
                           ushmemi_cuda.size, ushmemi_cuda.device, ushmemi_cu_errstr(r),
                           ushmemi_g.local_size);
             return USHMEM_ENOMEM;
@@ -231,8 +233,9 @@ static int heap_create(const char *call)
         ushmemi_cuda.size = USHMEMI_CUDA_INTERNAL_SIZE + user;
         CUresult r = ushmemi_cu.cuMemAlloc(&ushmemi_cuda.base, ushmemi_cuda.size);
         if (r != CUDA_SUCCESS) {
-            ushmemi_error(call, "cannot allocate a %zu-byte device heap on device %d: %s (lower "
-                                "USHMEM_DEVICE_HEAP_SIZE)",
+            ushmemi_error(call,
+                          "cannot allocate a %zu-byte device heap on device %d: %s (lower "
+                          "USHMEM_DEVICE_HEAP_SIZE)",
                           ushmemi_cuda.size, ushmemi_cuda.device, ushmemi_cu_errstr(r));
             return USHMEM_ENOMEM;
         }
@@ -327,10 +330,10 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
         return USHMEM_EUNSUPPORTED;
     }
     if ((rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), call)) ||
-        (rc = CU_TRY(ushmemi_cu.cuMemHostAlloc((void **)&c->scratch, 4096,
-                                               CU_MEMHOSTALLOC_PORTABLE |
-                                                   CU_MEMHOSTALLOC_DEVICEMAP),
-                     call)) ||
+        (rc =
+             CU_TRY(ushmemi_cu.cuMemHostAlloc((void **)&c->scratch, 4096,
+                                              CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                    call)) ||
         (rc = CU_TRY(ushmemi_cu.cuMemHostGetDevicePointer(&c->scratch_d, c->scratch, 0), call)))
         return rc;
     if ((rc = load_kernels(call)) || (rc = heap_create(call)))
@@ -435,8 +438,9 @@ static int import_peer(int pe, int *fds, int nfd, void *argp)
         if (rc && arg->cards[pe].device != ushmemi_cuda.device) {
             /* Another GPU without peer access: that peer stays unmapped, and
              * transfers to it say so. */
-            ushmemi_debug(arg->call, "PE %d's device heap (device %d) is not accessible from "
-                                     "device %d; it stays unmapped",
+            ushmemi_debug(arg->call,
+                          "PE %d's device heap (device %d) is not accessible from "
+                          "device %d; it stays unmapped",
                           pe, arg->cards[pe].device, ushmemi_cuda.device);
             rc = 0;
         } else if (rc) {
@@ -477,8 +481,9 @@ static int cuda_attach(void)
                 ushmemi_error(call, "PE %d could not set up its CUDA device heap", pe);
             rc = USHMEM_EUNSUPPORTED;
         } else if (cards[pe].state == 1 && mine.state == 1 && cards[pe].size != mine.size) {
-            ushmemi_error(call, "PE %d has a %llu-byte device heap, this PE %llu: set the same "
-                                "USHMEM_DEVICE_HEAP_SIZE on every PE",
+            ushmemi_error(call,
+                          "PE %d has a %llu-byte device heap, this PE %llu: set the same "
+                          "USHMEM_DEVICE_HEAP_SIZE on every PE",
                           pe, (unsigned long long)cards[pe].size, (unsigned long long)mine.size);
             rc = USHMEM_EINVAL;
         }
@@ -491,10 +496,10 @@ static int cuda_attach(void)
         int fd = -1, nfd = 0;
         import_arg_t arg = {cards, call};
         if (mine.state == 1 && ushmemi_cuda.ipc == CUDA_IPC_VMM) {
-            int lrc = CU_TRY(ushmemi_cu.cuMemExportToShareableHandle(
-                                 &fd, ushmemi_cuda.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                 0),
-                             call);
+            int lrc =
+                CU_TRY(ushmemi_cu.cuMemExportToShareableHandle(
+                           &fd, ushmemi_cuda.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                       call);
             nfd = lrc ? 0 : 1;
         }
         /* Collective: every PE takes part, with or without a descriptor. */
@@ -583,8 +588,9 @@ void ushmemi_cuda_describe(FILE *out)
         fprintf(out, "  %-6s unusable: %s\n", "cuda", ushmemi_cu_reason());
         return;
     }
-    fprintf(out, "  %-6s usable: %s; kernels %s; binds a device when shmemx_init_attr, "
-                 "USHMEM_DEVICE or LOCAL_RANK names one\n",
+    fprintf(out,
+            "  %-6s usable: %s; kernels %s; binds a device when shmemx_init_attr, "
+            "USHMEM_DEVICE or LOCAL_RANK names one\n",
             "cuda", ushmemi_cu_reason(),
             ushmemi_cuda_kernels_image() ? "embedded (sm_90 + PTX)" : "not built (no nvcc)");
 }
@@ -728,8 +734,9 @@ int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const c
     const void *a = (const void *)(uintptr_t)addr;
     if (!ushmemi_cuda_is_sym(a)) {
         if (ushmemi_seg_of(a, size) < 0 && ushmemi_cuda_is_device(a))
-            ushmemi_fatal(call, "%p is device memory that is not on the symmetric heap: wait and "
-                                "test need a symmetric variable (allocate it with shmem_malloc)",
+            ushmemi_fatal(call,
+                          "%p is device memory that is not on the symmetric heap: wait and "
+                          "test need a symmetric variable (allocate it with shmem_malloc)",
                           a);
         return 0;
     }

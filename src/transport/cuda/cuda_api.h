@@ -20,10 +20,10 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef void (*CUhostFn)(void *user_data);
 
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_NOT_INITIALIZED 3
-#define CUDA_ERROR_NO_DEVICE 100
-#define CUDA_ERROR_NOT_READY 600
+#define CUDA_SUCCESS                              0
+#define CUDA_ERROR_NOT_INITIALIZED                3
+#define CUDA_ERROR_NO_DEVICE                      100
+#define CUDA_ERROR_NOT_READY                      600
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 
 typedef struct {
@@ -69,90 +69,89 @@ typedef struct {
     size_t WidthInBytes, Height;
 } CUDA_MEMCPY2D;
 
-#define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
-#define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 0x1
-#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
-#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
-#define CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 0x1
-#define CU_MEMORYTYPE_HOST 0x1
-#define CU_MEMORYTYPE_DEVICE 0x2
-#define CU_MEMORYTYPE_UNIFIED 0x4
-#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
-#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
-#define CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
+#define CU_MEM_ALLOCATION_TYPE_PINNED                                   0x1
+#define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR                        0x1
+#define CU_MEM_LOCATION_TYPE_DEVICE                                     0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE                              0x3
+#define CU_MEM_ALLOC_GRANULARITY_RECOMMENDED                            0x1
+#define CU_MEMORYTYPE_HOST                                              0x1
+#define CU_MEMORYTYPE_DEVICE                                            0x2
+#define CU_MEMORYTYPE_UNIFIED                                           0x4
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE                                2
+#define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING                          41
+#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID                                  33
+#define CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         102
 #define CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED 103
-#define CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS 122
-#define CU_STREAM_NON_BLOCKING 0x1
-#define CU_STREAM_WAIT_VALUE_GEQ 0x0
-#define CU_STREAM_WAIT_VALUE_EQ 0x1
-#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
-#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
-#define CU_MEMHOSTALLOC_PORTABLE 0x01
-#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
-#define CU_MEMHOSTREGISTER_PORTABLE 0x01
-#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
-#define CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1
+#define CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS               122
+#define CU_STREAM_NON_BLOCKING                                          0x1
+#define CU_STREAM_WAIT_VALUE_GEQ                                        0x0
+#define CU_STREAM_WAIT_VALUE_EQ                                         0x1
+#define CU_STREAM_WRITE_VALUE_DEFAULT                                   0x0
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS                              0x1
+#define CU_MEMHOSTALLOC_PORTABLE                                        0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP                                       0x02
+#define CU_MEMHOSTREGISTER_PORTABLE                                     0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP                                    0x02
+#define CU_GET_PROC_ADDRESS_LEGACY_STREAM                               0x1
 
 /* X(name, (prototype)) for every driver entry point we call. */
-#define USHMEMI_CU_FUNCS(X)                                                                       \
-    X(cuInit, (unsigned int flags))                                                               \
-    X(cuDriverGetVersion, (int *version))                                                         \
-    X(cuGetErrorString, (CUresult err, const char **str))                                         \
-    X(cuGetErrorName, (CUresult err, const char **str))                                           \
-    X(cuDeviceGetCount, (int *count))                                                             \
-    X(cuDeviceGet, (CUdevice * dev, int ordinal))                                                 \
-    X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                       \
-    X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                               \
-    X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                  \
-    X(cuDevicePrimaryCtxRelease, (CUdevice dev))                                                  \
-    X(cuCtxGetCurrent, (CUcontext * ctx))                                                         \
-    X(cuCtxSetCurrent, (CUcontext ctx))                                                           \
-    X(cuCtxPushCurrent, (CUcontext ctx))                                                          \
-    X(cuCtxPopCurrent, (CUcontext * ctx))                                                         \
-    X(cuStreamCreate, (CUstream * s, unsigned int flags))                                         \
-    X(cuStreamDestroy, (CUstream s))                                                              \
-    X(cuStreamSynchronize, (CUstream s))                                                          \
-    X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))   \
-    X(cuStreamWaitValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \
-    X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *user_data))                               \
-    X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))                                     \
-    X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                    \
-    X(cuMemcpy2DAsync, (const CUDA_MEMCPY2D *copy, CUstream s))                                   \
-    X(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                  \
-    X(cuMemAlloc, (CUdeviceptr * p, size_t n))                                                    \
-    X(cuMemFree, (CUdeviceptr p))                                                                 \
-    X(cuMemAllocAsync, (CUdeviceptr * p, size_t n, CUstream s))                                   \
-    X(cuMemFreeAsync, (CUdeviceptr p, CUstream s))                                                \
-    X(cuMemHostAlloc, (void **p, size_t n, unsigned int flags))                                   \
-    X(cuMemFreeHost, (void *p))                                                                   \
-    X(cuMemHostGetDevicePointer, (CUdeviceptr * d, void *p, unsigned int flags))                  \
-    X(cuMemHostRegister, (void *p, size_t n, unsigned int flags))                                 \
-    X(cuMemHostUnregister, (void *p))                                                             \
-    X(cuPointerGetAttribute, (void *data, int attrib, CUdeviceptr p))                             \
-    X(cuIpcGetMemHandle, (CUipcMemHandle * h, CUdeviceptr p))                                     \
-    X(cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h, unsigned int flags))                \
-    X(cuIpcCloseMemHandle, (CUdeviceptr p))                                                       \
-    X(cuMemGetAllocationGranularity,                                                              \
-      (size_t * gran, const CUmemAllocationProp *prop, int option))                               \
-    X(cuMemCreate, (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, \
-                    unsigned long long flags))                                                    \
-    X(cuMemRelease, (CUmemGenericAllocationHandle h))                                             \
-    X(cuMemAddressReserve,                                                                        \
-      (CUdeviceptr * p, size_t n, size_t align, CUdeviceptr addr, unsigned long long flags))      \
-    X(cuMemAddressFree, (CUdeviceptr p, size_t n))                                                \
-    X(cuMemMap, (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,            \
-                 unsigned long long flags))                                                       \
-    X(cuMemUnmap, (CUdeviceptr p, size_t n))                                                      \
-    X(cuMemSetAccess, (CUdeviceptr p, size_t n, const CUmemAccessDesc *desc, size_t count))      \
-    X(cuMemExportToShareableHandle,                                                               \
-      (void *handle, CUmemGenericAllocationHandle h, int type, unsigned long long flags))         \
-    X(cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle * h, void *handle, int type)) \
-    X(cuModuleLoadData, (CUmodule * m, const void *image))                                        \
-    X(cuModuleUnload, (CUmodule m))                                                               \
-    X(cuModuleGetFunction, (CUfunction * f, CUmodule m, const char *name))                        \
-    X(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,          \
-                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,     \
+#define USHMEMI_CU_FUNCS(X)                                                                        \
+    X(cuInit, (unsigned int flags))                                                                \
+    X(cuDriverGetVersion, (int *version))                                                          \
+    X(cuGetErrorString, (CUresult err, const char **str))                                          \
+    X(cuGetErrorName, (CUresult err, const char **str))                                            \
+    X(cuDeviceGetCount, (int *count))                                                              \
+    X(cuDeviceGet, (CUdevice * dev, int ordinal))                                                  \
+    X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                        \
+    X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                                \
+    X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                   \
+    X(cuDevicePrimaryCtxRelease, (CUdevice dev))                                                   \
+    X(cuCtxGetCurrent, (CUcontext * ctx))                                                          \
+    X(cuCtxSetCurrent, (CUcontext ctx))                                                            \
+    X(cuCtxPushCurrent, (CUcontext ctx))                                                           \
+    X(cuCtxPopCurrent, (CUcontext * ctx))                                                          \
+    X(cuStreamCreate, (CUstream * s, unsigned int flags))                                          \
+    X(cuStreamDestroy, (CUstream s))                                                               \
+    X(cuStreamSynchronize, (CUstream s))                                                           \
+    X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \
+    X(cuStreamWaitValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))     \
+    X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *user_data))                                \
+    X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))                                      \
+    X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                     \
+    X(cuMemcpy2DAsync, (const CUDA_MEMCPY2D *copy, CUstream s))                                    \
+    X(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                   \
+    X(cuMemAlloc, (CUdeviceptr * p, size_t n))                                                     \
+    X(cuMemFree, (CUdeviceptr p))                                                                  \
+    X(cuMemAllocAsync, (CUdeviceptr * p, size_t n, CUstream s))                                    \
+    X(cuMemFreeAsync, (CUdeviceptr p, CUstream s))                                                 \
+    X(cuMemHostAlloc, (void **p, size_t n, unsigned int flags))                                    \
+    X(cuMemFreeHost, (void *p))                                                                    \
+    X(cuMemHostGetDevicePointer, (CUdeviceptr * d, void *p, unsigned int flags))                   \
+    X(cuMemHostRegister, (void *p, size_t n, unsigned int flags))                                  \
+    X(cuMemHostUnregister, (void *p))                                                              \
+    X(cuPointerGetAttribute, (void *data, int attrib, CUdeviceptr p))                              \
+    X(cuIpcGetMemHandle, (CUipcMemHandle * h, CUdeviceptr p))                                      \
+    X(cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h, unsigned int flags))                 \
+    X(cuIpcCloseMemHandle, (CUdeviceptr p))                                                        \
+    X(cuMemGetAllocationGranularity, (size_t * gran, const CUmemAllocationProp *prop, int option)) \
+    X(cuMemCreate, (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop,   \
+                    unsigned long long flags))                                                     \
+    X(cuMemRelease, (CUmemGenericAllocationHandle h))                                              \
+    X(cuMemAddressReserve,                                                                         \
+      (CUdeviceptr * p, size_t n, size_t align, CUdeviceptr addr, unsigned long long flags))       \
+    X(cuMemAddressFree, (CUdeviceptr p, size_t n))                                                 \
+    X(cuMemMap, (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,              \
+                 unsigned long long flags))                                                        \
+    X(cuMemUnmap, (CUdeviceptr p, size_t n))                                                       \
+    X(cuMemSetAccess, (CUdeviceptr p, size_t n, const CUmemAccessDesc *desc, size_t count))        \
+    X(cuMemExportToShareableHandle,                                                                \
+      (void *handle, CUmemGenericAllocationHandle h, int type, unsigned long long flags))          \
+    X(cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle * h, void *handle, int type))  \
+    X(cuModuleLoadData, (CUmodule * m, const void *image))                                         \
+    X(cuModuleUnload, (CUmodule m))                                                                \
+    X(cuModuleGetFunction, (CUfunction * f, CUmodule m, const char *name))                         \
+    X(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,            \
+                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,      \
                        CUstream s, void **params, void **extra))
 
 typedef struct {

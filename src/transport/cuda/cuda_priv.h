@@ -13,7 +13,7 @@
 /* Internal region at the start of every device heap (same layout on every
  * PE), then the user arena. */
 #define USHMEMI_CUDA_INTERNAL_SIZE ((size_t)1 << 20)
-#define USHMEMI_CUDA_HEAP_ALIGN 256
+#define USHMEMI_CUDA_HEAP_ALIGN    256
 typedef struct {
     /* recv[p]: how many stream-ordered sync signals PE p has sent to this PE
      * (written by p with cuStreamWriteValue64; only grows). */

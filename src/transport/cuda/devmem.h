@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/prims.h"
 #include "core/state.h"
 #include "transport/transport.h"
 
@@ -53,6 +54,20 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
 /* ---- wait/test (wait.c) ---- */
 /* When addr is device memory, copy its size bytes to out and return 1. */
 int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call);
+
+/* ---- collectives (for src/coll) ----
+ * When dest or source is in the device heap (ushmemi_cuda_is_sym), the
+ * blocking collective is done on the GPU: stream-ordered copies or one
+ * reduction kernel between stream-ordered barriers, waited for. Same
+ * arguments and return values as ushmemi_broadcast & co (core/prims.h). */
+int ushmemi_cuda_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                           const char *call);
+int ushmemi_cuda_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                          const char *call);
+int ushmemi_cuda_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                          const char *call);
+int ushmemi_cuda_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
+                        ushmemi_redop_t op, const char *call);
 
 /* ---- allocation (heap.c; src/heap/devheap.c) ---- */
 /* shmem_malloc and friends allocate device memory by default when a device

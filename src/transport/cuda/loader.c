@@ -37,18 +37,18 @@ static void load(void)
                  "the NVIDIA driver is older than CUDA 12.0 (no cuGetProcAddress_v2)");
         goto close_lib;
     }
-#define USHMEMI_CU_LOOKUP(name, proto)                                                        \
-    {                                                                                         \
-        void *fn = NULL;                                                                      \
-        int status = 0;                                                                       \
-        if (get_proc(#name, &fn, CU_ABI_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) \
-                != CUDA_SUCCESS ||                                                            \
-            !fn) {                                                                            \
-            snprintf(load_reason, sizeof load_reason,                                         \
-                     "the NVIDIA driver lacks %s (driver too old?)", #name);                  \
-            goto close_lib;                                                                   \
-        }                                                                                     \
-        memcpy(&ushmemi_cu.name, &fn, sizeof fn);                                             \
+#define USHMEMI_CU_LOOKUP(name, proto)                                                             \
+    {                                                                                              \
+        void *fn = NULL;                                                                           \
+        int status = 0;                                                                            \
+        if (get_proc(#name, &fn, CU_ABI_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=    \
+                CUDA_SUCCESS ||                                                                    \
+            !fn) {                                                                                 \
+            snprintf(load_reason, sizeof load_reason,                                              \
+                     "the NVIDIA driver lacks %s (driver too old?)", #name);                       \
+            goto close_lib;                                                                        \
+        }                                                                                          \
+        memcpy(&ushmemi_cu.name, &fn, sizeof fn);                                                  \
     }
     USHMEMI_CU_FUNCS(USHMEMI_CU_LOOKUP)
 #undef USHMEMI_CU_LOOKUP

@@ -43,13 +43,15 @@ static char *sym_peer(const void *sym, size_t n, int pe, int *dev, const char *w
         ushmemi_fatal(call, "PE %d out of range (n_pes %d)", pe, ushmemi_g.n_pes);
     int s = ushmemi_seg_of(sym, n ? n : 1);
     if (s < 0)
-        ushmemi_fatal(call, "%s %p (%zu bytes) is not a symmetric address (allocate it with "
-                            "shmem_malloc)",
+        ushmemi_fatal(call,
+                      "%s %p (%zu bytes) is not a symmetric address (allocate it with "
+                      "shmem_malloc)",
                       what, sym, n);
     char *r = ushmemi_xlate(sym, pe);
     if (!r)
-        ushmemi_fatal(call, "PE %d's %s heap is not mapped in this process (another host, or "
-                            "a GPU without peer access)",
+        ushmemi_fatal(call,
+                      "PE %d's %s heap is not mapped in this process (another host, or "
+                      "a GPU without peer access)",
                       pe, ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE ? "device" : "host");
     *dev = ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE;
     return r;
@@ -109,8 +111,8 @@ static void stream_copy(void *dst, int ddev, const void *src, int sdev, size_t n
                                            params, NULL),
                  call);
     } else {
-        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
-                                          (CUdeviceptr)(uintptr_t)src, n, s),
+        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
+                                          n, s),
                  call);
     }
 }
@@ -190,8 +192,8 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
     uint64_t *rsig = (uint64_t *)sym_peer(sig_addr, 8, pe, &sigdev, "sig_addr", call);
     int sdev = nelems ? local_is_dev(source) : 0;
     if (!stream && !ddev && !sdev && !sigdev) {
-        ushmemi_put_signal(SHMEM_CTX_DEFAULT, dest, source, nelems, sig_addr, signal, sig_op, pe,
-                           0, call);
+        ushmemi_put_signal(SHMEM_CTX_DEFAULT, dest, source, nelems, sig_addr, signal, sig_op, pe, 0,
+                           call);
         return;
     }
     need_cuda(call);
@@ -369,8 +371,8 @@ void ushmemi_cuda_progress_fini(void)
     }
 }
 
-USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
-                                                    uint64_t cmp_value, shmemx_stream_t stream)
+USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t cmp_value,
+                                                    shmemx_stream_t stream)
 {
     static const char call[] = "shmemx_signal_wait_until_on_stream";
     int dev;
@@ -413,8 +415,9 @@ void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
         int to = ushmemi_team_world_pe(team, (me + dist) % n);
         int from = ushmemi_team_world_pe(team, (me + n - dist) % n);
         if (!peer[to])
-            ushmemi_fatal(call, "PE %d's device heap is not mapped here: stream-ordered "
-                                "synchronization needs every team member on this host",
+            ushmemi_fatal(call,
+                          "PE %d's device heap is not mapped here: stream-ordered "
+                          "synchronization needs every team member on this host",
                           to);
         uint64_t v = ++ushmemi_cuda.sent[to];
         CU_CHECK(ushmemi_cu.cuStreamWriteValue64(
@@ -492,8 +495,7 @@ USHMEMI_API void shmemx_team_sync_on_stream(shmem_team_t team, shmemx_stream_t s
 /* Kinds of a collective's buffers; 1 when both are host memory (then the
  * host collective runs now, after the stream's earlier work). */
 static int coll_host_path(shmem_team_t team, const void *dest, size_t dn, const void *src,
-                          size_t sn, shmemx_stream_t stream, int *ddev, int *sdev,
-                          const char *call)
+                          size_t sn, shmemx_stream_t stream, int *ddev, int *sdev, const char *call)
 {
     USHMEMI_CHECK_INIT(call);
     if (!ushmemi_team_check(team, call))
@@ -515,8 +517,9 @@ static char *member_copy(const void *sym, shmem_team_t team, int i, const char *
 {
     char *p = ushmemi_xlate(sym, ushmemi_team_world_pe(team, i));
     if (!p)
-        ushmemi_fatal(call, "PE %d's memory is not mapped here: collectives need every team "
-                            "member on this host",
+        ushmemi_fatal(call,
+                      "PE %d's memory is not mapped here: collectives need every team "
+                      "member on this host",
                       ushmemi_team_world_pe(team, i));
     return p;
 }
@@ -631,8 +634,8 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     if (nreduce) {
         unsigned long long blocks = (nreduce + 255) / 256;
         void *params[] = {&args};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, blocks < 1056 ? (unsigned)blocks : 1056, 1, 1, 256,
-                                           1, 1, 0, s, params, NULL),
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, blocks < 1056 ? (unsigned)blocks : 1056, 1, 1, 256, 1,
+                                           1, 0, s, params, NULL),
                  call);
     }
     if (inplace) {
@@ -646,8 +649,10 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     return 0;
 }
 
-#define DT_OF(T, IS_SIGNED)                                                                      \
-    USHMEMI_DT((T)0.5 != 0 ? USHMEMI_KIND_FLOAT : (IS_SIGNED) ? USHMEMI_KIND_SINT : USHMEMI_KIND_UINT, \
+#define DT_OF(T, IS_SIGNED)                                                                        \
+    USHMEMI_DT((T)0.5 != 0   ? USHMEMI_KIND_FLOAT                                                  \
+               : (IS_SIGNED) ? USHMEMI_KIND_SINT                                                   \
+                             : USHMEMI_KIND_UINT,                                                  \
                sizeof(T))
 
 static const char *red_kernel_name(int dtype, const char *op, char *buf, size_t len)
@@ -665,24 +670,76 @@ static const char *red_kernel_name(int dtype, const char *op, char *buf, size_t 
     return buf;
 }
 
-#define RED_DEF(T, N, OP, OPENUM)                                                                \
-    USHMEMI_API int shmemx_##N##_##OP##_reduce_on_stream(                                        \
-        shmem_team_t team, T *dest, const T *source, size_t nreduce, shmemx_stream_t stream)     \
-    {                                                                                            \
-        char kname[48];                                                                          \
-        const int dt = DT_OF(T, !(((T)0 - 1) > 0));                                                 \
-        return reduce_on_stream(team, dest, source, nreduce, dt, OPENUM,                         \
-                                red_kernel_name(dt, #OP, kname, sizeof kname), stream,           \
-                                "shmemx_" #N "_" #OP "_reduce_on_stream");                       \
+#define RED_DEF(T, N, OP, OPENUM)                                                                  \
+    USHMEMI_API int shmemx_##N##_##OP##_reduce_on_stream(                                          \
+        shmem_team_t team, T *dest, const T *source, size_t nreduce, shmemx_stream_t stream)       \
+    {                                                                                              \
+        char kname[48];                                                                            \
+        const int dt = DT_OF(T, !(((T)0 - 1) > 0));                                                \
+        return reduce_on_stream(team, dest, source, nreduce, dt, OPENUM,                           \
+                                red_kernel_name(dt, #OP, kname, sizeof kname), stream,             \
+                                "shmemx_" #N "_" #OP "_reduce_on_stream");                         \
     }
-#define RED_BITS(T, N)                                                                           \
-    RED_DEF(T, N, and, USHMEMI_OP_AND)                                                           \
+#define RED_BITS(T, N)                                                                             \
+    RED_DEF(T, N, and, USHMEMI_OP_AND)                                                             \
     RED_DEF(T, N, or, USHMEMI_OP_OR) RED_DEF(T, N, xor, USHMEMI_OP_XOR)
-#define RED_ARITH(T, N)                                                                          \
-    RED_DEF(T, N, max, USHMEMI_OP_MAX)                                                           \
-    RED_DEF(T, N, min, USHMEMI_OP_MIN)                                                           \
+#define RED_ARITH(T, N)                                                                            \
+    RED_DEF(T, N, max, USHMEMI_OP_MAX)                                                             \
+    RED_DEF(T, N, min, USHMEMI_OP_MIN)                                                             \
     RED_DEF(T, N, sum, USHMEMI_OP_SUM) RED_DEF(T, N, prod, USHMEMI_OP_PROD)
 
 SHMEMX_REDUCE_ON_STREAM_INT(RED_BITS)
 SHMEMX_REDUCE_ON_STREAM_INT(RED_ARITH)
 SHMEMX_REDUCE_ON_STREAM_FLOAT(RED_ARITH)
+
+/* ---- host API collectives on device memory ----
+ * For src/coll: when dest or source is in the device heap, the blocking
+ * collective is the stream version on the internal stream, waited for. */
+
+static int internal_wait(int rc, const char *call)
+{
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
+    return rc;
+}
+
+int ushmemi_cuda_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                           const char *call)
+{
+    (void)call;
+    ushmemi_cuda_ctx();
+    return internal_wait(
+        shmemx_broadcastmem_on_stream(team, dest, src, nbytes, root, ushmemi_cuda.stream), call);
+}
+
+int ushmemi_cuda_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                          const char *call)
+{
+    ushmemi_cuda_ctx();
+    return internal_wait(shmemx_fcollectmem_on_stream(team, dest, src, nbytes, ushmemi_cuda.stream),
+                         call);
+}
+
+int ushmemi_cuda_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                          const char *call)
+{
+    ushmemi_cuda_ctx();
+    return internal_wait(shmemx_alltoallmem_on_stream(team, dest, src, nbytes, ushmemi_cuda.stream),
+                         call);
+}
+
+int ushmemi_cuda_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
+                        ushmemi_redop_t op, const char *call)
+{
+    static const char *const names[] = {"and", "or", "xor", "max", "min", "sum", "prod"};
+    char kname[48];
+    if ((unsigned)op >= sizeof names / sizeof names[0] ||
+        (USHMEMI_DT_SIZE(dtype) != 4 && USHMEMI_DT_SIZE(dtype) != 8) ||
+        USHMEMI_DT_KIND(dtype) == USHMEMI_KIND_COMPLEX)
+        ushmemi_fatal(call, "this reduction is not available on device memory (4- and 8-byte "
+                            "integer and floating-point types only)");
+    ushmemi_cuda_ctx();
+    return internal_wait(reduce_on_stream(team, dest, src, nelems, dtype, op,
+                                          red_kernel_name(dtype, names[op], kname, sizeof kname),
+                                          ushmemi_cuda.stream, call),
+                         call);
+}
