@@ -53,8 +53,7 @@ static void run_op(op_t op, int64_t *dst, int64_t *src, size_t nelems, int np)
     case FCOLLECT: shmem_fcollect64(dst, src, nelems, 0, 0, np, psync); break;
     case ALLTOALL: shmem_alltoall64(dst, src, nelems, 0, 0, np, psync); break;
     case SUM:
-        shmem_long_sum_to_all((long *)dst, (long *)src, (int)nelems, 0, 0, np, pwrk,
-                              psync);
+        shmem_long_sum_to_all((long *)dst, (long *)src, (int)nelems, 0, 0, np, pwrk, psync);
         break;
     }
     /* pSync may only be reused after every PE is done with it. */
@@ -101,8 +100,8 @@ static void fill(op_t op, int64_t *src, size_t nelems, int me, int np)
     if (op == ALLTOALL) {
         for (int pe = 0; pe < np; pe++)
             for (size_t i = 0; i < nelems; i++)
-                src[(size_t)pe * nelems + i] = (int64_t)me * 1000003 + (int64_t)pe * 7919 +
-                                               (int64_t)i;
+                src[(size_t)pe * nelems + i] =
+                    (int64_t)me * 1000003 + (int64_t)pe * 7919 + (int64_t)i;
     } else if (op == BCAST) {
         for (size_t i = 0; i < nelems; i++)
             src[i] = me == 0 ? (int64_t)i * 7 : -1;

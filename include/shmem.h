@@ -16,28 +16,28 @@
 extern "C" {
 #endif
 
-#define SHMEM_MAJOR_VERSION 1
-#define SHMEM_MINOR_VERSION 6
+#define SHMEM_MAJOR_VERSION  1
+#define SHMEM_MINOR_VERSION  6
 #define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
 #define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
-#define SHMEM_MAX_NAME_LEN 256
-#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
-#define SHMEM_VENDOR_STRING "ushmem"
+#define SHMEM_MAX_NAME_LEN   256
+#define _SHMEM_MAX_NAME_LEN  SHMEM_MAX_NAME_LEN
+#define SHMEM_VENDOR_STRING  "ushmem"
 #define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
 
 /* Thread levels */
-#define SHMEM_THREAD_SINGLE 0
-#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SINGLE     0
+#define SHMEM_THREAD_FUNNELED   1
 #define SHMEM_THREAD_SERIALIZED 2
-#define SHMEM_THREAD_MULTIPLE 3
+#define SHMEM_THREAD_MULTIPLE   3
 
 /* Comparison operators for wait/test */
-#define SHMEM_CMP_EQ 0
-#define SHMEM_CMP_NE 1
-#define SHMEM_CMP_GT 2
-#define SHMEM_CMP_GE 3
-#define SHMEM_CMP_LT 4
-#define SHMEM_CMP_LE 5
+#define SHMEM_CMP_EQ  0
+#define SHMEM_CMP_NE  1
+#define SHMEM_CMP_GT  2
+#define SHMEM_CMP_GE  3
+#define SHMEM_CMP_LT  4
+#define SHMEM_CMP_LE  5
 #define _SHMEM_CMP_EQ SHMEM_CMP_EQ
 #define _SHMEM_CMP_NE SHMEM_CMP_NE
 #define _SHMEM_CMP_GT SHMEM_CMP_GT
@@ -50,30 +50,30 @@ extern "C" {
 #define SHMEM_SIGNAL_ADD 1
 
 /* Deprecated active-set work arrays (sizes in longs) */
-#define SHMEM_SYNC_VALUE 0L
-#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
-#define SHMEM_BARRIER_SYNC_SIZE 64
-#define SHMEM_BCAST_SYNC_SIZE 64
-#define SHMEM_COLLECT_SYNC_SIZE 64
-#define SHMEM_REDUCE_SYNC_SIZE 64
-#define SHMEM_ALLTOALL_SYNC_SIZE 64
-#define SHMEM_ALLTOALLS_SYNC_SIZE 64
-#define SHMEM_SYNC_SIZE 64
-#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 64
-#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
-#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
-#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
-#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define SHMEM_SYNC_VALUE               0L
+#define _SHMEM_SYNC_VALUE              SHMEM_SYNC_VALUE
+#define SHMEM_BARRIER_SYNC_SIZE        64
+#define SHMEM_BCAST_SYNC_SIZE          64
+#define SHMEM_COLLECT_SYNC_SIZE        64
+#define SHMEM_REDUCE_SYNC_SIZE         64
+#define SHMEM_ALLTOALL_SYNC_SIZE       64
+#define SHMEM_ALLTOALLS_SYNC_SIZE      64
+#define SHMEM_SYNC_SIZE                64
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE  64
+#define _SHMEM_BARRIER_SYNC_SIZE       SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_BCAST_SYNC_SIZE         SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE       SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE        SHMEM_REDUCE_SYNC_SIZE
 #define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
 
 /* Memory allocation hints (1.5) */
 #define SHMEM_MALLOC_ATOMICS_REMOTE (1L << 0)
-#define SHMEM_MALLOC_SIGNAL_REMOTE (1L << 1)
+#define SHMEM_MALLOC_SIGNAL_REMOTE  (1L << 1)
 
 /* Contexts */
 #define SHMEM_CTX_SERIALIZED (1L << 0)
-#define SHMEM_CTX_PRIVATE (1L << 1)
-#define SHMEM_CTX_NOSTORE (1L << 2)
+#define SHMEM_CTX_PRIVATE    (1L << 1)
+#define SHMEM_CTX_NOSTORE    (1L << 2)
 
 typedef struct ushmem_ctx *shmem_ctx_t;
 #define SHMEM_CTX_DEFAULT ((shmem_ctx_t)0)
@@ -95,7 +95,7 @@ typedef struct {
     long batch_size;
     shmem_ctx_t ctx;
 } shmem_session_config_t;
-#define SHMEM_SESSION_BATCH (1L << 0)
+#define SHMEM_SESSION_BATCH    (1L << 0)
 #define SHMEM_SESSION_SAME_AMO (1L << 1)
 
 /* ---- Library setup, exit and query ---- */
@@ -180,22 +180,22 @@ void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_roo
                        int logPE_stride, int PE_size, long *pSync);
 void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start,
                        int logPE_stride, int PE_size, long *pSync);
-void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start,
-                     int logPE_stride, int PE_size, long *pSync);
-void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start,
-                     int logPE_stride, int PE_size, long *pSync);
-void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start,
-                      int logPE_stride, int PE_size, long *pSync);
-void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start,
-                      int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start,
-                      int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start,
-                      int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoalls32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
-                       size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                     int PE_size, long *pSync);
+void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                     int PE_size, long *pSync);
+void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                      int PE_size, long *pSync);
+void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                      int PE_size, long *pSync);
+void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                      int PE_size, long *pSync);
+void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride,
+                      int PE_size, long *pSync);
+void shmem_alltoalls32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                       int PE_start, int logPE_stride, int PE_size, long *pSync);
 
 /* ---- Distributed locks ---- */
 void shmem_set_lock(long *lock);

@@ -14,28 +14,28 @@
 #define USHMEMI_API __attribute__((visibility("default")))
 /* The pshmem_ profiling name of a hand-written routine: an alias, so it must
  * sit in the file that defines the routine (the typed ones are generated). */
-#define USHMEMI_PSHMEM(name) \
+#define USHMEMI_PSHMEM(name)                                                                       \
     extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")));
-#define USHMEMI_LIKELY(x) __builtin_expect(!!(x), 1)
-#define USHMEMI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define USHMEMI_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define USHMEMI_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #define USHMEMI_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define USHMEMI_CACHELINE 64
+#define USHMEMI_CACHELINE    64
 
 /* ---- Error codes: one table gives the enum and the messages ---- */
-#define USHMEMI_ERRORS(X)                                         \
-    X(OK, 0, "success")                                           \
-    X(INVAL, -1, "invalid argument")                              \
-    X(NOMEM, -2, "out of memory")                                 \
-    X(SYS, -3, "system call failed")                              \
-    X(BOOTSTRAP, -4, "bootstrap failed")                          \
-    X(TIMEOUT, -5, "timed out")                                   \
-    X(DENIED, -6, "connection refused: wrong secret")             \
-    X(NOTSYM, -7, "address is not symmetric")                     \
-    X(BADPE, -8, "PE out of range")                               \
-    X(OVERLAP, -9, "range overlaps an existing registration")     \
-    X(NOTFOUND, -10, "not found")                                 \
-    X(STATE, -11, "library not in the right state for this call") \
-    X(UNREACH, -12, "peer not reachable by any transport")        \
+#define USHMEMI_ERRORS(X)                                                                          \
+    X(OK, 0, "success")                                                                            \
+    X(INVAL, -1, "invalid argument")                                                               \
+    X(NOMEM, -2, "out of memory")                                                                  \
+    X(SYS, -3, "system call failed")                                                               \
+    X(BOOTSTRAP, -4, "bootstrap failed")                                                           \
+    X(TIMEOUT, -5, "timed out")                                                                    \
+    X(DENIED, -6, "connection refused: wrong secret")                                              \
+    X(NOTSYM, -7, "address is not symmetric")                                                      \
+    X(BADPE, -8, "PE out of range")                                                                \
+    X(OVERLAP, -9, "range overlaps an existing registration")                                      \
+    X(NOTFOUND, -10, "not found")                                                                  \
+    X(STATE, -11, "library not in the right state for this call")                                  \
+    X(UNREACH, -12, "peer not reachable by any transport")                                         \
     X(UNSUPPORTED, -13, "not supported")
 
 enum {
@@ -47,37 +47,41 @@ const char *ushmemi_strerror(int err);
 
 /* ---- Environment: one X-macro table drives parsing, defaults, ushmem_info and docs.
  * X(field, type, default, names, help): names is a "A|B" list, first match wins. ---- */
-typedef enum { USHMEMI_ENV_SIZE, USHMEMI_ENV_INT, USHMEMI_ENV_BOOL, USHMEMI_ENV_STR } ushmemi_env_type_t;
+typedef enum {
+    USHMEMI_ENV_SIZE,
+    USHMEMI_ENV_INT,
+    USHMEMI_ENV_BOOL,
+    USHMEMI_ENV_STR
+} ushmemi_env_type_t;
 
 #define USHMEMI_ENV_TABLE(X)                                                                       \
-    X(heap_size, SIZE, "512M", "SHMEM_SYMMETRIC_SIZE|USHMEM_HEAP_SIZE",                           \
-      "Host symmetric heap size per PE (K/M/G/T suffixes)")                                       \
+    X(heap_size, SIZE, "512M", "SHMEM_SYMMETRIC_SIZE|USHMEM_HEAP_SIZE",                            \
+      "Host symmetric heap size per PE (K/M/G/T suffixes)")                                        \
     X(device_heap_size, SIZE, "1G", "USHMEM_DEVICE_HEAP_SIZE",                                     \
-      "Device symmetric heap size per PE (CUDA builds)")                                          \
+      "Device symmetric heap size per PE (CUDA builds)")                                           \
     X(transports, STR, "shm", "USHMEM_TRANSPORTS",                                                 \
       "Comma-separated transports in order of preference (shm,cuda,mpi)")                          \
     X(bootstrap, STR, "auto", "USHMEM_BOOTSTRAP",                                                  \
       "How PEs find each other: auto, launcher, torchrun, uid, mpi, single")                       \
     X(bootstrap_timeout, INT, "60", "USHMEM_BOOTSTRAP_TIMEOUT",                                    \
-      "Seconds to wait for all PEs to join before failing (0: forever)")                                       \
+      "Seconds to wait for all PEs to join before failing (0: forever)")                           \
     X(debug, BOOL, "0", "SHMEM_DEBUG|USHMEM_DEBUG",                                                \
-      "Print a message for every failed call and check collective arguments")                     \
-    X(info, BOOL, "0", "SHMEM_INFO|USHMEM_INFO", "Print the environment table at init (PE 0)")    \
-    X(version, BOOL, "0", "SHMEM_VERSION|USHMEM_VERSION", "Print the library version at init")    \
+      "Print a message for every failed call and check collective arguments")                      \
+    X(info, BOOL, "0", "SHMEM_INFO|USHMEM_INFO", "Print the environment table at init (PE 0)")     \
+    X(version, BOOL, "0", "SHMEM_VERSION|USHMEM_VERSION", "Print the library version at init")     \
     X(master_addr, STR, "", "USHMEM_MASTER_ADDR|MASTER_ADDR",                                      \
-      "Rendezvous host for torchrun-style launch")                                                \
-    X(master_port, INT, "0", "USHMEM_MASTER_PORT",                                                 \
-      "Rendezvous port (default: MASTER_PORT + 1)")                                                \
+      "Rendezvous host for torchrun-style launch")                                                 \
+    X(master_port, INT, "0", "USHMEM_MASTER_PORT", "Rendezvous port (default: MASTER_PORT + 1)")   \
     X(static_data, BOOL, "1", "USHMEM_STATIC_DATA",                                                \
-      "Make the executable's global and static variables symmetric (remap at init)")              \
-    X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")       \
+      "Make the executable's global and static variables symmetric (remap at init)")               \
+    X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")          \
     X(cuda_ipc, STR, "vmm", "USHMEM_CUDA_IPC", "How device heaps are shared: vmm or legacy")
 
 typedef struct {
-#define USHMEMI_ENV_FIELD_SIZE size_t
-#define USHMEMI_ENV_FIELD_INT long
-#define USHMEMI_ENV_FIELD_BOOL int
-#define USHMEMI_ENV_FIELD_STR const char *
+#define USHMEMI_ENV_FIELD_SIZE                           size_t
+#define USHMEMI_ENV_FIELD_INT                            long
+#define USHMEMI_ENV_FIELD_BOOL                           int
+#define USHMEMI_ENV_FIELD_STR                            const char *
 #define USHMEMI_ENV_FIELD(field, type, def, names, help) USHMEMI_ENV_FIELD_##type field;
     USHMEMI_ENV_TABLE(USHMEMI_ENV_FIELD)
 #undef USHMEMI_ENV_FIELD

@@ -160,7 +160,8 @@ int ushmemi_fd_exchange(const int *fds, int nfd, ushmemi_fd_recv_fn on_recv, voi
 {
     const ushmemi_bootstrap_t *bs = ushmemi_bootstrap();
     int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
-    int timeout_ms = ushmemi_env.bootstrap_timeout > 0 ? (int)ushmemi_env.bootstrap_timeout * 1000 : -1;
+    int timeout_ms =
+        ushmemi_env.bootstrap_timeout > 0 ? (int)ushmemi_env.bootstrap_timeout * 1000 : -1;
     sockname_t mine, *names = calloc((size_t)n, sizeof *names);
     int *lower = calloc((size_t)n, sizeof *lower);
     int32_t ok, *oks = calloc((size_t)n, sizeof *oks);

@@ -195,10 +195,11 @@ void ushmem_test_generic_compile(shmem_ctx_t ctx, shmem_team_t team, int pe);
 void ushmem_test_generic_compile(shmem_ctx_t ctx, shmem_team_t team, int pe)
 {
     RMA(int)
-    RMA(double) RMA(int64_t) RMA(char) RMA(long double) RMA(size_t) EXTAMO(int) EXTAMO(double)
-        EXTAMO(int64_t) EXTAMO(float) EXTAMO(ptrdiff_t) STDAMO(int) STDAMO(int64_t)
-            STDAMO(unsigned long long) STDAMO(size_t) BITAMO(int) BITAMO(int64_t) BITAMO(uint32_t)
-                BITAMO(unsigned long) SYNC(int) SYNC(int64_t) SYNC(size_t) SYNC(short)
+    RMA(double)
+    RMA(int64_t) RMA(char) RMA(long double) RMA(size_t) EXTAMO(int) EXTAMO(double) EXTAMO(int64_t)
+        EXTAMO(float) EXTAMO(ptrdiff_t) STDAMO(int) STDAMO(int64_t) STDAMO(unsigned long long)
+            STDAMO(size_t) BITAMO(int) BITAMO(int64_t) BITAMO(uint32_t) BITAMO(unsigned long)
+                SYNC(int) SYNC(int64_t) SYNC(size_t) SYNC(short)
 
                     REDUCE(int, and) REDUCE(int64_t, or) REDUCE(unsigned char, xor)
                         REDUCE(size_t, and) REDUCE(int, max) REDUCE(double, max)
