@@ -83,5 +83,15 @@ int main(void)
     shmem_free(heap);
     shmem_finalize();
     CHECK(!shmem_query_initialized(), "still initialized after the last finalize");
+
+    /* 1.6: the library may be initialized again after the last finalize */
+    shmem_init();
+    CHECK(shmem_my_pe() == me && shmem_n_pes() == np, "re-init queries");
+    int *again = shmem_malloc(sizeof(int));
+    shmem_int_p(again, 77 + me, (me + 1) % np);
+    shmem_barrier_all();
+    CHECK(*again == 77 + (me + np - 1) % np, "put after re-init: %d", *again);
+    shmem_free(again);
+    shmem_finalize();
     return 0;
 }
