@@ -2012,6 +2012,7 @@ void pshmem_clear_cache_line_inv(void *dest);
 void pshmem_set_cache_line_inv(void *dest);
 void pshmem_udcflush(void);
 void pshmem_udcflush_line(void *dest);
+void pshmem_pcontrol(const int level, ...);
 
 #ifdef __cplusplus
 }

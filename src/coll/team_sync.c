@@ -50,7 +50,8 @@ USHMEMI_API void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long
     ushmemi_team_sync(team, call);
 }
 
-USHMEMI_API void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync)
+/* Parenthesized: shmem.h's C11 macro dispatches shmem_sync(team) to team_sync. */
+USHMEMI_API void(shmem_sync)(int PE_start, int logPE_stride, int PE_size, long *pSync)
 {
     static const char call[] = "shmem_sync";
     (void)pSync;

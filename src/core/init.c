@@ -342,3 +342,9 @@ USHMEMI_PSHMEM(shmem_clear_cache_line_inv)
 USHMEMI_PSHMEM(shmem_set_cache_line_inv)
 USHMEMI_PSHMEM(shmem_udcflush)
 USHMEMI_PSHMEM(shmem_udcflush_line)
+
+USHMEMI_API void shmem_pcontrol(const int level, ...)
+{
+    (void)level;
+}
+USHMEMI_PSHMEM(shmem_pcontrol)

@@ -68,6 +68,15 @@ int main(void)
     shmem_wait_until(&u64flag, SHMEM_CMP_LE, 6);
     CHECK(shmem_test(&iflag, SHMEM_CMP_EQ, 1), "generic test");
 
+    /* C11 shmem_sync(team) and the active-set shmem_sync side by side */
+    static long psync[SHMEM_SYNC_SIZE];
+    for (int i = 0; i < SHMEM_SYNC_SIZE; i++)
+        psync[i] = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    CHECK(shmem_sync(SHMEM_TEAM_WORLD) == 0, "shmem_sync(team)");
+    shmem_sync(0, 0, np, psync);
+    shmem_pcontrol(1);
+
     shmem_barrier_all();
     shmem_free(data);
     shmem_free(slots);
