@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST       = ctest --output-on-failure -j $(JOBS) --timeout 180
 
-.PHONY: all build deps demo check check-unit check-asan check-tsan check-format \
+.PHONY: all build deps demo check check-unit check-python check-asan check-tsan check-format \
         check-gen format gen bench bench-compare install clean
 
 all: build
@@ -19,17 +19,22 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	@scripts/deps.sh demo || echo "ushmem: (OSHMEM comparison skipped)"
+demo:
+	@scripts/deps.sh demo
+	@$(MAKE) --no-print-directory build
 	@scripts/demo.sh $(BUILD)
+	@examples/python/run.sh $(BUILD)
 
 check:
 	@scripts/deps.sh check
-	@$(MAKE) --no-print-directory check-gen check-format check-unit check-asan check-tsan
+	@$(MAKE) --no-print-directory check-gen check-format check-unit check-python check-asan check-tsan
 	@echo "ushmem: all checks passed"
 
 check-unit: build
 	@cd $(BUILD) && $(CTEST)
+
+check-python: build
+	@python/check.sh $(BUILD)
 
 check-asan:
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=address,undefined >/dev/null

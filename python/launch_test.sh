@@ -76,8 +76,12 @@ case $launcher in
     # file, teed to the console with a [rankN] prefix; stderr stays direct.
     logs=$(mktemp -d "${TMPDIR:-/tmp}/ushmem-torchrun.XXXXXX")
     trap 'rm -rf "$logs"' EXIT
+    # --standalone would always rendezvous on port 29400: two jobs at once
+    # (two checkouts, a user's torchrun) would collide. Take a free port.
+    port=$("$py" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
     PYTHONUNBUFFERED=1 timeout -k $kill_after "$timeout_s" \
-      "$py" -m torch.distributed.run --standalone --nnodes=1 --nproc_per_node="$npes" \
+      "$py" -m torch.distributed.run --nnodes=1 --nproc_per_node="$npes" \
+        --rdzv_backend=c10d --rdzv_endpoint="127.0.0.1:$port" --rdzv_id="ushmem-$$" \
         --redirects 1 --tee 1 --log_dir "$logs" "$@"
     exit $? ;;
   *) echo "launch_test.sh: unknown launcher '$launcher' (ushrun, mpirun, torchrun)" >&2; exit 2 ;;

@@ -27,7 +27,10 @@ def library():
     """(sources, extra_objects) that put libushmem into the extension."""
     build = os.environ.get("USHMEM_BUILD_DIR")
     if build:
-        lib = os.path.join(os.path.abspath(build), "libushmem.a")
+        # pip runs this in python/: a relative path may mean the repository root's
+        cands = [os.path.join(os.path.abspath(build), "libushmem.a"),
+                 os.path.join(root, build, "libushmem.a")]
+        lib = next((c for c in cands if os.path.exists(c)), cands[0])
         if not os.path.exists(lib):
             raise SystemExit(f"USHMEM_BUILD_DIR={build}: no libushmem.a there (run make)")
         return [], [lib]

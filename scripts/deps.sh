@@ -1,33 +1,35 @@
 #!/bin/sh
-# Install what the build and tests need on Debian 12, or say what is missing.
-# usage: scripts/deps.sh [build|check|bench]
+# Install what a make target needs on Debian 12 (as root, with apt-get), or say
+# what to install.   usage: scripts/deps.sh build|check|demo|bench
 set -eu
 what=${1:-build}
 
-need_cmds="cc make cmake"
-need_pkgs="build-essential cmake"
+pkgs="build-essential cmake"
 case "$what" in
-  check) need_cmds="$need_cmds clang-format bc pgrep timeout"
-         need_pkgs="$need_pkgs clang-format bc procps coreutils" ;;
-  bench|demo) need_cmds="$need_cmds oshcc mpirun lscpu"
-         need_pkgs="$need_pkgs openmpi-bin libopenmpi-dev util-linux" ;;
+  check) pkgs="$pkgs clang-format bc procps coreutils util-linux python3-dev python3-pytest \
+python3-numpy python3-torch python3-mpi4py openmpi-bin libopenmpi-dev" ;;
+  demo) pkgs="$pkgs util-linux python3-dev python3-torch openmpi-bin libopenmpi-dev" ;;
+  bench) pkgs="$pkgs util-linux openmpi-bin libopenmpi-dev" ;;
 esac
 
 missing=""
-for c in $need_cmds; do
-  command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
-done
-[ -x /usr/bin/python3 ] || missing="$missing /usr/bin/python3"
+if command -v dpkg >/dev/null 2>&1; then
+  for p in $pkgs; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+  done
+else
+  command -v cc >/dev/null 2>&1 && command -v cmake >/dev/null 2>&1 || missing=" $pkgs"
+fi
 [ -z "$missing" ] && exit 0
 
-echo "ushmem: missing:$missing"
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "ushmem: installing with apt-get: $need_pkgs python3"
+  echo "ushmem: installing with apt-get:$missing"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $need_pkgs python3 >/dev/null
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
 else
-  echo "ushmem: install them with: sudo apt-get install $need_pkgs python3" >&2
+  echo "ushmem: missing packages:$missing" >&2
+  echo "ushmem: install them with: sudo apt-get install$missing" >&2
   exit 1
 fi

@@ -12,13 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e = (x);                                                                    \
-        if (e != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));          \
-            exit(1);                                                                            \
-        }                                                                                       \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e = (x);                                                                       \
+        if (e != cudaSuccess) {                                                                    \
+            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static double now()

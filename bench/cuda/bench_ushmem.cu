@@ -2,7 +2,8 @@
 // measurements of NVSHMEM's perftests that bench_nvshmem.cu repeats, plus the
 // raw copies they are compared with. One line per number:
 //   R <impl> <metric> <bytes> <value>
-// impl: ushmem, ushmem_kcopy (small device copies by the copy kernel), raw_map
+// impl: ushmem (as shipped), ushmem_memcpy (copy kernel off: every size by
+// cuMemcpyDtoDAsync), <label> for a second run (argv[2], e.g. USHMEM_CUDA_IPC=legacy), raw_map
 // (cudaMemcpyAsync to the peer address ushmem maps, no library), raw_ipc
 // (cudaMemcpyAsync to a legacy cudaIpc mapping: the anchor's raw CUDA IPC copy).
 // Linked with the static library to reach the copy-kernel threshold.
@@ -15,14 +16,14 @@
 
 extern "C" size_t ushmemi_cuda_kcopy_max; // src/transport/cuda/cuda.c
 
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e = (x);                                                                    \
-        if (e != cudaSuccess) {                                                                 \
-            fprintf(stderr, "PE %d: %s:%d: %s\n", shmem_my_pe(), __FILE__, __LINE__,          \
-                    cudaGetErrorString(e));                                                     \
-            exit(1);                                                                            \
-        }                                                                                       \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e = (x);                                                                       \
+        if (e != cudaSuccess) {                                                                    \
+            fprintf(stderr, "PE %d: %s:%d: %s\n", shmem_my_pe(), __FILE__, __LINE__,               \
+                    cudaGetErrorString(e));                                                        \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static double now()
@@ -55,7 +56,7 @@ static void put_sweep(const char *impl, put_fn f, void *dst, void *peer, const v
     CK(cudaEventCreate(&b));
     for (size_t sz = 8; sz <= maxsz; sz *= 2) {
         int it = iters(sz);
-        for (int w = 0; w < 3; w++)
+        for (int w = 0; w < 20; w++)
             f(dst, peer, src, sz, s);
         CK(cudaEventRecord(a, s));
         for (int i = 0; i < it; i++)
@@ -91,6 +92,7 @@ static void put_sync(const char *impl, put_fn f, void *dst, void *peer, const vo
 int main(int argc, char **argv)
 {
     size_t maxsz = argc > 1 ? strtoull(argv[1], NULL, 0) : (1ull << 30);
+    const char *label = argc > 2 ? argv[2] : NULL; /* second run: puts only, under this name */
     shmem_init();
     int me = shmem_my_pe();
     if (shmem_n_pes() != 2) {
@@ -122,55 +124,62 @@ int main(int argc, char **argv)
     }
     shmem_barrier_all();
 
-    if (me == 0) {
+    if (me == 0 && label) {
+        put_sweep(label, put_ushmem, buf, NULL, src, maxsz, s);
+        put_sync(label, put_ushmem, buf, NULL, src, s);
+    } else if (me == 0) {
         void *peer = shmem_ptr(buf, 1);
         put_sweep("raw_ipc", put_raw, buf, ipc_peer, src, maxsz, s);
         put_sweep("raw_map", put_raw, buf, peer, src, maxsz, s);
         put_sweep("ushmem", put_ushmem, buf, peer, src, maxsz, s);
-        ushmemi_cuda_kcopy_max = 1 << 16;
-        put_sweep("ushmem_kcopy", put_ushmem, buf, peer, src, 1 << 16, s);
-        put_sync("ushmem_kcopy", put_ushmem, buf, peer, src, s);
-        ushmemi_cuda_kcopy_max = 0;
         put_sync("ushmem", put_ushmem, buf, peer, src, s);
+        size_t kmax = ushmemi_cuda_kcopy_max;
+        ushmemi_cuda_kcopy_max = 0;
+        put_sweep("ushmem_memcpy", put_ushmem, buf, peer, src, 1 << 20, s);
+        put_sync("ushmem_memcpy", put_ushmem, buf, peer, src, s);
+        ushmemi_cuda_kcopy_max = kmax;
         put_sync("raw_ipc", put_raw, buf, ipc_peer, src, s);
     }
     CK(cudaStreamSynchronize(s));
     shmem_barrier_all();
+    if (!label) { // the second run measures puts only
 
-    // barrier_all_on_stream: both PEs, event-timed
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 100; i++)
-        shmemx_barrier_all_on_stream(s);
-    CK(cudaStreamSynchronize(s));
-    shmem_barrier_all();
-    int nb = 2000;
-    double t0 = now();
-    CK(cudaEventRecord(a, s));
-    for (int i = 0; i < nb; i++)
-        shmemx_barrier_all_on_stream(s);
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    double wall = (now() - t0) * 1e6 / nb;
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (me == 0)
-        printf("R ushmem barrier_all_on_stream_us 0 %.3f\nR ushmem barrier_all_on_stream_wall_us "
-               "0 %.3f\n",
-               ms * 1e3 / nb, wall);
-    shmem_barrier_all();
+        // barrier_all_on_stream: both PEs, event-timed
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        for (int i = 0; i < 100; i++)
+            shmemx_barrier_all_on_stream(s);
+        CK(cudaStreamSynchronize(s));
+        shmem_barrier_all();
+        int nb = 2000;
+        double t0 = now();
+        CK(cudaEventRecord(a, s));
+        for (int i = 0; i < nb; i++)
+            shmemx_barrier_all_on_stream(s);
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        double wall = (now() - t0) * 1e6 / nb;
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (me == 0)
+            printf(
+                "R ushmem barrier_all_on_stream_us 0 %.3f\nR ushmem barrier_all_on_stream_wall_us "
+                "0 %.3f\n",
+                ms * 1e3 / nb, wall);
+        shmem_barrier_all();
 
-    // host barrier_all
-    for (int i = 0; i < 10000; i++)
-        shmem_barrier_all();
-    int nh = 200000;
-    t0 = now();
-    for (int i = 0; i < nh; i++)
-        shmem_barrier_all();
-    double hb = (now() - t0) * 1e6 / nh;
-    if (me == 0)
-        printf("R ushmem host_barrier_all_us 0 %.3f\n", hb);
+        // host barrier_all
+        for (int i = 0; i < 10000; i++)
+            shmem_barrier_all();
+        int nh = 200000;
+        t0 = now();
+        for (int i = 0; i < nh; i++)
+            shmem_barrier_all();
+        double hb = (now() - t0) * 1e6 / nh;
+        if (me == 0)
+            printf("R ushmem host_barrier_all_us 0 %.3f\n", hb);
+    }
     fflush(stdout);
     shmem_barrier_all();
     if (me == 0)

@@ -12,7 +12,7 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAS
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   nvcc --version | tail -2; uname -r
 } >"$O/info.txt" 2>&1
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSHMEM_PYTHON=OFF >"$O/build.log" 2>&1 &&
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSHMEM_BUILD_PYTHON=OFF >"$O/build.log" 2>&1 &&
   cmake --build $B -j16 >>"$O/build.log" 2>&1 || { tail -40 "$O/build.log"; exit 1; }
 $B/tools/ushmem_info >>"$O/info.txt" 2>&1
 head -12 "$O/info.txt"

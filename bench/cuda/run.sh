@@ -8,8 +8,12 @@ MAX=${2:-1073741824}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
-NV=$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null ||
-     /usr/bin/python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null)
+# nvidia.nvshmem is a namespace package: its folder is __path__[0].
+findnv='import nvidia.nvshmem as m; print(list(m.__path__)[0])'
+NV=$(python3 -c "$findnv" 2>/dev/null || /usr/bin/python3 -c "$findnv" 2>/dev/null)
+[ -n "$NV" ] || NV=$(dirname "$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)" 2>/dev/null)
+NV=${NV%/include}
+echo "NVSHMEM: ${NV:-not found}"
 nvcc -O2 -arch=sm_90 -I"$root/include" "$here/bench_ushmem.cu" -o "$B/bench_ushmem_cuda" \
     "$B/libushmem.a" -ldl -lpthread || exit 1
 : >"$B/bench_nvshmem.txt"
@@ -21,6 +25,9 @@ else
 fi
 USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=$((MAX * 2 / 1048576 + 64))M \
   "$B/tools/ushrun" --timeout 300 -n 2 "$B/bench_ushmem_cuda" "$MAX" | tee "$B/bench_ushmem.txt"
+# the same puts with the legacy CUDA IPC mapping (USHMEM_CUDA_IPC=legacy)
+USHMEM_CUDA_IPC=legacy USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=$((MAX * 2 / 1048576 + 64))M \
+  "$B/tools/ushrun" --timeout 300 -n 2 "$B/bench_ushmem_cuda" "$MAX" ushmem_legacy_ipc | tee -a "$B/bench_ushmem.txt"
 if [ -n "$NV" ]; then
   LD_LIBRARY_PATH="$NV/lib:${LD_LIBRARY_PATH:-}" NVSHMEM_SYMMETRIC_SIZE=$((MAX * 2 / 1048576 + 512))M \
     timeout 300 "$B/bench_nvshmem" "$MAX" | tee "$B/bench_nvshmem.txt"

@@ -39,7 +39,9 @@ for s in sizes:
 print()
 print("| small put (8 B), µs per op in stream | value |")
 print("|---|---|")
-for impl, name in (("ushmem", "ushmem (cuMemcpyAsync)"), ("ushmem_kcopy", "ushmem (copy kernel)"),
+for impl, name in (("ushmem", "ushmem (as shipped: copy kernel <= 64 KiB)"),
+                   ("ushmem_memcpy", "ushmem, copy kernel off (cuMemcpyDtoDAsync)"),
+                   ("ushmem_legacy_ipc", "ushmem, USHMEM_CUDA_IPC=legacy"),
                    ("nvshmem", "NVSHMEM"), ("raw_map", "raw copy, VMM mapping"), ("raw_ipc", "raw copy, cudaIpc mapping")):
     print("| %s | %s |" % (name, f(g(impl, "put_us", 8), "%.3f")))
 print()
@@ -52,6 +54,12 @@ rows = (("barrier_all_on_stream (µs, GPU time)", "barrier_all_on_stream_us", 0,
 for name, m, s, t in rows:
     u, n = g("ushmem", m, s), g("nvshmem", m, s)
     print("| %s | %s | %s | %s | %s |" % (name, f(u, "%.3f"), f(n, "%.3f"), ratio(u, n), t))
-k = g("ushmem_kcopy", "put8_sync_us", 8)
-if k is not None:
-    print("| 8-byte put + stream sync, copy kernel (µs) | %s | | | |" % f(k, "%.3f"))
+for impl in ("ushmem_memcpy", "ushmem_legacy_ipc", "raw_ipc"):
+    k = g(impl, "put8_sync_us", 8)
+    if k is not None:
+        print("| 8-byte put + stream sync, %s (µs) | %s | | | |" % (impl, f(k, "%.3f")))
+print()
+print("| size | ushmem, USHMEM_CUDA_IPC=legacy GB/s | raw copy on ushmem's VMM mapping GB/s | ushmem copy kernel off GB/s |")
+print("|---|---|---|---|")
+for s in sizes:
+    print("| %s | %s | %s | %s |" % (human(s), f(g("ushmem_legacy_ipc", "put_GBps", s)), f(g("raw_map", "put_GBps", s)), f(g("ushmem_memcpy", "put_GBps", s))))

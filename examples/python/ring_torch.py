@@ -34,7 +34,7 @@ def init():
 def main():
     init()
     me, n = ushmem.my_pe(), ushmem.n_pes()
-    right, left = (me + 1) % n, (me - 1) % n
+    right = (me + 1) % n
     shape = (3, 4)
 
     # What PE p contributes: a tensor anybody can recompute from p.

@@ -76,7 +76,7 @@ def _error(code, message):
 
 
 def _no_cuda(fn):
-    return _error(ERR_UNSUPPORTED,  # noqa: F405
+    return _error(_ushmem.ERR_UNSUPPORTED,
                   f"{fn}: CUDA tensors need CUDA support, which is not built into this ushmem "
                   "(host memory only)")
 
@@ -148,7 +148,7 @@ def pin_device_from_local_rank():
 
 
 def _uid_failed(rank):
-    return _error(ERR_BOOTSTRAP,  # noqa: F405
+    return _error(_ushmem.ERR_BOOTSTRAP,
                   f"rank 0 could not create a unique id (see its error); rank {rank} gives up")
 
 
@@ -160,25 +160,25 @@ def init_with_torch(group=None, thread_level=None):
         import torch
         import torch.distributed as dist
     except ImportError as e:
-        raise _error(ERR_STATE, f"init_with_torch: torch is not available ({e})")  # noqa: F405
+        raise _error(_ushmem.ERR_STATE, f"init_with_torch: torch is not available ({e})")
     if not dist.is_available() or not dist.is_initialized():
-        raise _error(ERR_STATE,  # noqa: F405
+        raise _error(_ushmem.ERR_STATE,
                      "init_with_torch: torch.distributed is not initialized "
                      "(call torch.distributed.init_process_group first)")
     if _ushmem.is_initialized():
-        raise _error(ERR_STATE, "init_with_torch: ushmem is already initialized")  # noqa: F405
+        raise _error(_ushmem.ERR_STATE, "init_with_torch: ushmem is already initialized")
     rank = dist.get_rank(group)
     nranks = dist.get_world_size(group)
     if rank < 0:
-        raise _error(ERR_INVALID, "init_with_torch: this process is not in the group")  # noqa: F405
+        raise _error(_ushmem.ERR_INVALID, "init_with_torch: this process is not in the group")
     backend = dist.get_backend(group)
     device = torch.device("cpu")
     if backend == "nccl":
         device = torch.device("cuda", torch.cuda.current_device())
-    uid, failure = bytes(UNIQUEID_BYTES), None  # noqa: F405
+    uid, failure = bytes(_ushmem.UNIQUEID_BYTES), None
     if rank == 0:
         try:
-            uid = get_uniqueid()  # noqa: F405
+            uid = _ushmem.get_uniqueid()
         except Error as e:
             failure = e
     t = torch.tensor(list(uid), dtype=torch.uint8, device=device)
@@ -210,16 +210,16 @@ def init_with_mpi(comm=None, thread_level=None):
     try:
         from mpi4py import MPI
     except ImportError as e:
-        raise _error(ERR_STATE, f"init_with_mpi: mpi4py is not available ({e})")  # noqa: F405
+        raise _error(_ushmem.ERR_STATE, f"init_with_mpi: mpi4py is not available ({e})")
     if comm is None:
         comm = MPI.COMM_WORLD
     if _ushmem.is_initialized():
-        raise _error(ERR_STATE, "init_with_mpi: ushmem is already initialized")  # noqa: F405
+        raise _error(_ushmem.ERR_STATE, "init_with_mpi: ushmem is already initialized")
     rank, nranks = comm.Get_rank(), comm.Get_size()
     uid, failure = None, None
     if rank == 0:
         try:
-            uid = get_uniqueid()  # noqa: F405
+            uid = _ushmem.get_uniqueid()
         except Error as e:
             failure = e
     uid = comm.bcast(uid, root=0)

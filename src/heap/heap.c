@@ -23,6 +23,32 @@ static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define HEAP_MIN_ALIGN 64
+/* The user arena starts on this boundary in every PE, so shmem_align can honour
+ * any alignment up to it with the same offset everywhere. */
+#define HEAP_ARENA_ALIGN ((size_t)1 << 30)
+
+/* Map the memfd so that base + USHMEMI_INTERNAL_SIZE is HEAP_ARENA_ALIGN-aligned:
+ * reserve address space with room to slide, map inside it, trim the rest. */
+static void *map_arena_aligned(size_t len, int fd)
+{
+    size_t slack = HEAP_ARENA_ALIGN;
+    char *res = mmap(NULL, len + slack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    if (res == MAP_FAILED)
+        return MAP_FAILED;
+    uintptr_t user = ((uintptr_t)res + USHMEMI_INTERNAL_SIZE + slack - 1) & ~(uintptr_t)(slack - 1);
+    char *base = (char *)(user - USHMEMI_INTERNAL_SIZE);
+    if (mmap(base, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0) ==
+        MAP_FAILED) {
+        munmap(res, len + slack);
+        return MAP_FAILED;
+    }
+    if (base > res)
+        munmap(res, (size_t)(base - res));
+    if (res + len + slack > base + len)
+        munmap(base + len, (size_t)(res + len + slack - (base + len)));
+    return base;
+}
 
 int ushmemi_heap_init(const char *call)
 {
@@ -47,7 +73,7 @@ int ushmemi_heap_init(const char *call)
         rc = USHMEM_ENOMEM;
         goto close_fd;
     }
-    void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    void *base = map_arena_aligned(total, fd);
     if (base == MAP_FAILED) {
         ushmemi_error(call, "cannot map a %zu-byte heap: %s", total, strerror(errno));
         rc = USHMEM_ENOMEM;
@@ -201,10 +227,11 @@ USHMEMI_API void *shmem_calloc(size_t count, size_t size)
 
 USHMEMI_API void *shmem_align(size_t alignment, size_t size)
 {
-    if (alignment == 0 || (alignment & (alignment - 1))) {
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > HEAP_ARENA_ALIGN) {
         USHMEMI_CHECK_INIT("shmem_align");
         ushmemi_sync_world();
-        ushmemi_debug("shmem_align", "alignment %zu is not a power of two", alignment);
+        ushmemi_debug("shmem_align", "alignment %zu is not a power of two up to %zu", alignment,
+                      HEAP_ARENA_ALIGN);
         return NULL;
     }
     if (DEVICE_DEFAULT())

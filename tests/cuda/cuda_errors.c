@@ -16,6 +16,14 @@ int main(int argc, char **argv)
     uint64_t *sig = shmem_calloc(1, 8);
     char *priv = malloc(4096);
     CUdeviceptr dpriv;
+    CUcontext ctx = NULL;
+    tcu.cuCtxGetCurrent(&ctx);
+    if (!ctx) { /* no device bound by the library (USHMEM_TRANSPORTS=shm) */
+        CUdevice dev;
+        TCU(tcu.cuDeviceGet(&dev, 0));
+        TCU(tcu.cuDevicePrimaryCtxRetain(&ctx, dev));
+        TCU(tcu.cuCtxSetCurrent(ctx));
+    }
     TCU(tcu.cuMemAlloc(&dpriv, 4096));
     CUstream s = NULL;
     TCU(tcu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

@@ -65,8 +65,9 @@ static inline CUstream tcu_stream(void)
 static inline int tcu_is_device(const void *p)
 {
     unsigned int type = 0;
-    if (tcu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+    int attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    void *data[] = {&type};
+    if (tcu.cuPointerGetAttributes(1, &attr, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
         return 0;
     return type == CU_MEMORYTYPE_DEVICE;
 }

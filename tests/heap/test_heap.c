@@ -67,6 +67,17 @@ int main(void)
     r = shmem_realloc(r, 10 * sizeof(int));
     CHECK(r && r[9] == me * 1000 + 9, "realloc shrink");
 
+    /* alignments above the page size hold, at the same offset on every PE */
+    for (size_t al = 8192; al <= ((size_t)1 << 24); al <<= 4) {
+        char *a = shmem_align(al, 100);
+        CHECK(a && ((uintptr_t)a & (al - 1)) == 0, "shmem_align(%zu) gave %p", al, (void *)a);
+        shmem_int_p((int *)a, me, to);
+        shmem_barrier_all();
+        CHECK(*(int *)a == from, "aligned block not symmetric");
+        shmem_free(a);
+    }
+    CHECK(shmem_align((size_t)1 << 31, 64) == NULL, "alignment above 1 GiB must fail");
+
     /* exhaustion: NULL, and the heap still works afterwards */
     size_t big = (size_t)1 << 40;
     CHECK(shmem_malloc(big) == NULL, "1 TiB allocation succeeded");

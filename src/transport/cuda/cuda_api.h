@@ -118,6 +118,7 @@ typedef struct {
     X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *user_data))                                \
     X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))                                      \
     X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                     \
+    X(cuMemcpyDtoDAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                 \
     X(cuMemcpy2DAsync, (const CUDA_MEMCPY2D *copy, CUstream s))                                    \
     X(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                   \
     X(cuMemAlloc, (CUdeviceptr * p, size_t n))                                                     \
@@ -129,7 +130,7 @@ typedef struct {
     X(cuMemHostGetDevicePointer, (CUdeviceptr * d, void *p, unsigned int flags))                   \
     X(cuMemHostRegister, (void *p, size_t n, unsigned int flags))                                  \
     X(cuMemHostUnregister, (void *p))                                                              \
-    X(cuPointerGetAttribute, (void *data, int attrib, CUdeviceptr p))                              \
+    X(cuPointerGetAttributes, (unsigned int n, int *attribs, void **data, CUdeviceptr p))          \
     X(cuIpcGetMemHandle, (CUipcMemHandle * h, CUdeviceptr p))                                      \
     X(cuIpcOpenMemHandle, (CUdeviceptr * p, CUipcMemHandle h, unsigned int flags))                 \
     X(cuIpcCloseMemHandle, (CUdeviceptr p))                                                        \

@@ -34,7 +34,11 @@ typedef struct {
     int device; /* ordinal bound, -1: none */
     CUdevice dev;
     CUcontext ctx;
-    CUstream stream;      /* internal, non-blocking: the host API's copies */
+    /* The host API's copies, AMOs and signals: a blocking stream, so they come
+     * after earlier work on CUDA's legacy default stream, as a cudaMemcpy
+     * would (e.g. the tail of a cudaMemcpy from pageable memory). */
+    CUstream stream;
+    CUstream poll_stream; /* non-blocking: reads for wait/test, never held up */
     pthread_mutex_t lock; /* the internal stream and the scratch page */
     uint64_t *scratch;    /* pinned host page, device-mapped */
     CUdeviceptr scratch_d;

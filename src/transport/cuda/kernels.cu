@@ -44,18 +44,19 @@ extern "C" __global__ void ushmemi_k_sigadd(unsigned long long *p, unsigned long
     atomicAdd_system(p, v);
 }
 
-// Small copies: one block, 16-byte words when both ends allow it.
+// Small copies: a few blocks, 16-byte words when both ends allow it.
 extern "C" __global__ void ushmemi_k_copy(char *dst, const char *src, unsigned long long n)
 {
-    unsigned long long i = threadIdx.x;
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
     if ((((unsigned long long)dst | (unsigned long long)src) & 15) == 0) {
         unsigned long long n16 = n / 16;
-        for (unsigned long long k = i; k < n16; k += blockDim.x)
+        for (unsigned long long k = i; k < n16; k += step)
             ((int4 *)dst)[k] = ((const int4 *)src)[k];
-        for (unsigned long long k = n16 * 16 + i; k < n; k += blockDim.x)
+        for (unsigned long long k = n16 * 16 + i; k < n; k += step)
             dst[k] = src[k];
     } else {
-        for (unsigned long long k = i; k < n; k += blockDim.x)
+        for (unsigned long long k = i; k < n; k += step)
             dst[k] = src[k];
     }
 }

@@ -106,9 +106,16 @@ static void stream_copy(void *dst, int ddev, const void *src, int sdev, size_t n
         enqueue_host_op(s, dst, src, n, NULL, 0, 0, call);
     } else if (ddev && sdev && n <= ushmemi_cuda_kcopy_max && ushmemi_cuda.mod) {
         unsigned long long nn = n;
+        unsigned blocks = (unsigned)((n + 8191) / 8192);
         void *params[] = {&dst, &src, &nn};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda.fixed[K_COPY], 1, 1, 1, 256, 1, 1, 0, s,
-                                           params, NULL),
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda.fixed[K_COPY], blocks > 64 ? 64 : blocks, 1,
+                                           1, 256, 1, 1, 0, s, params, NULL),
+                 call);
+    } else if (ddev && sdev) {
+        /* Device to device said explicitly: cheaper to enqueue than letting the
+         * driver classify both addresses (measured, docs/cuda.md). */
+        CU_CHECK(ushmemi_cu.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst,
+                                              (CUdeviceptr)(uintptr_t)src, n, s),
                  call);
     } else {
         CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
