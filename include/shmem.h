@@ -92,11 +92,10 @@ typedef struct {
 
 /* Sessions (1.6): accepted as hints */
 typedef struct {
-    long batch_size;
-    shmem_ctx_t ctx;
+    size_t total_ops;
 } shmem_session_config_t;
-#define SHMEM_SESSION_BATCH    (1L << 0)
-#define SHMEM_SESSION_SAME_AMO (1L << 1)
+#define SHMEM_SESSION_TOTAL_OPS (1L << 0) /* config_mask bit */
+#define SHMEM_SESSION_SAME_AMO  (1L << 0) /* options bit */
 
 /* ---- Library setup, exit and query ---- */
 void shmem_init(void);
@@ -143,9 +142,9 @@ void shmem_ctx_destroy(shmem_ctx_t ctx);
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
 
 /* ---- Sessions (1.6) ---- */
-void shmem_ctx_session_start(shmem_ctx_t ctx, long options, const shmem_session_config_t *config,
-                             long config_mask);
-void shmem_ctx_session_stop(shmem_ctx_t ctx);
+void shmem_session_start(shmem_ctx_t ctx, long options, const shmem_session_config_t *config,
+                         long config_mask);
+void shmem_session_stop(shmem_ctx_t ctx);
 
 /* ---- Memory ordering ---- */
 void shmem_fence(void);

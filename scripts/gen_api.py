@@ -464,11 +464,15 @@ extern "C" {
  * so each type set selects in levels: basic types first, then exact-width
  * types, then size_t/ptrdiff_t, each level only reached when the previous
  * matched nothing. An argument of an unsupported type selects
- * ushmemi_c11_unsupported_type, which takes no arguments: the call fails to
- * compile and names it. */
+ * ushmemi_c11_unsupported_type, whose error attribute stops the build with a
+ * message saying so (the function exists nowhere). */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
-void ushmemi_c11_unsupported_type(void);
+#if defined(__GNUC__) && (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 5)
+__attribute__((error("ushmem: argument type not supported by this OpenSHMEM routine "
+                     "(see the type tables of the spec)")))
+#endif
+void ushmemi_c11_unsupported_type(const volatile void *, ...);
 
 #define USHMEMI_C11_A0(...) USHMEMI_C11_A0_(__VA_ARGS__, ~)
 #define USHMEMI_C11_A0_(a, ...) a

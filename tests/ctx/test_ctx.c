@@ -54,12 +54,12 @@ int main(void)
     shmem_pe_quiet(pes, 2);
     shmem_ctx_pe_quiet(ctx[0], pes, 2);
     shmem_pe_quiet(NULL, 0);
-    shmem_session_config_t cfg = {.batch_size = 16, .ctx = ctx[1]};
-    shmem_ctx_session_start(ctx[1], SHMEM_SESSION_BATCH, &cfg, SHMEM_SESSION_BATCH);
+    shmem_session_config_t cfg = {.total_ops = 16};
+    shmem_session_start(ctx[1], SHMEM_SESSION_SAME_AMO, &cfg, SHMEM_SESSION_TOTAL_OPS);
     shmem_ctx_long_p(ctx[1], &box[60], me, to);
-    shmem_ctx_session_stop(ctx[1]);
-    shmem_ctx_session_start(SHMEM_CTX_DEFAULT, 0, NULL, 0);
-    shmem_ctx_session_stop(SHMEM_CTX_DEFAULT);
+    shmem_session_stop(ctx[1]);
+    shmem_session_start(SHMEM_CTX_DEFAULT, 0, NULL, 0);
+    shmem_session_stop(SHMEM_CTX_DEFAULT);
     shmem_barrier_all();
     CHECK(box[60] == from, "put in a session");
 
