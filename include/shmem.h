@@ -227,9 +227,10 @@ void shmem_pcontrol(const int level, ...);
 /* C11: shmem_sync(team) is shmem_team_sync; the four-argument active-set form
  * stays available. Dispatch on the number of arguments. */
 #define USHMEM_SYNC_PICK_(_1, _2, _3, _4, name, ...) name
-#define shmem_sync(...)                                                                  \
-    USHMEM_SYNC_PICK_(__VA_ARGS__, shmem_sync, shmem_sync_3_args_invalid_,                 \
-                      shmem_sync_2_args_invalid_, shmem_team_sync, )(__VA_ARGS__)
+#define shmem_sync(...)                                                                            \
+    USHMEM_SYNC_PICK_(__VA_ARGS__, shmem_sync, shmem_sync_3_args_invalid_,                         \
+                      shmem_sync_2_args_invalid_, shmem_team_sync, )                               \
+    (__VA_ARGS__)
 #endif
 
 #include "shmem_gen.h"

@@ -11,13 +11,13 @@ extern "C" {
 #define HAVE_SHMEMX_WTIME 1
 
 /* Status codes returned by the int-returning extensions (0 is success). */
-#define SHMEMX_SUCCESS 0
-#define SHMEMX_ERR_INVALID (-1)  /* bad argument */
-#define SHMEMX_ERR_OVERLAP (-2)  /* range overlaps an existing registration */
-#define SHMEMX_ERR_NOTFOUND (-3) /* address not registered / not symmetric */
-#define SHMEMX_ERR_NOMEM (-4)    /* out of memory */
+#define SHMEMX_SUCCESS       0
+#define SHMEMX_ERR_INVALID   (-1) /* bad argument */
+#define SHMEMX_ERR_OVERLAP   (-2) /* range overlaps an existing registration */
+#define SHMEMX_ERR_NOTFOUND  (-3) /* address not registered / not symmetric */
+#define SHMEMX_ERR_NOMEM     (-4) /* out of memory */
 #define SHMEMX_ERR_BOOTSTRAP (-5)
-#define SHMEMX_ERR_STATE (-6) /* called in the wrong library state */
+#define SHMEMX_ERR_STATE     (-6) /* called in the wrong library state */
 
 /* Unique-id bootstrap: rank 0 calls shmemx_get_uniqueid, ships the blob to the
  * other ranks by any means (MPI, torch.distributed, a file), then every rank
@@ -29,10 +29,13 @@ typedef struct {
 } shmemx_uniqueid_t;
 
 typedef struct {
-    int device; /* CUDA device ordinal to bind, or -1 for none */
+    int device;       /* CUDA device ordinal to bind, or -1 for none */
     int thread_level; /* SHMEM_THREAD_* requested */
 } shmemx_init_attr_t;
-#define SHMEMX_INIT_ATTR_INITIALIZER {-1, SHMEM_THREAD_SINGLE}
+#define SHMEMX_INIT_ATTR_INITIALIZER                                                               \
+    {                                                                                              \
+        -1, SHMEM_THREAD_SINGLE                                                                    \
+    }
 
 int shmemx_get_uniqueid(shmemx_uniqueid_t *uid);
 /* attr may be NULL (defaults). Returns 0 or a negative SHMEMX_ERR_*. */
@@ -49,7 +52,7 @@ int shmemx_buffer_unregister_all(void);
 int shmemx_heap_bases(const void *sym_addr, void **bases);
 
 /* Memory kind hints for shmem_malloc_with_hints. */
-#define SHMEMX_MALLOC_HOST (1L << 16)
+#define SHMEMX_MALLOC_HOST   (1L << 16)
 #define SHMEMX_MALLOC_DEVICE (1L << 17)
 
 /* Wall-clock time in seconds. */
@@ -98,7 +101,8 @@ int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *sour
                                                     shmemx_stream_t stream);
 #define SHMEMX_REDUCE_ON_STREAM_INT(X)                                                             \
     X(int, int)                                                                                    \
-    X(long, long) X(long long, longlong) X(unsigned int, uint) X(unsigned long, ulong)             \
+    X(long, long)                                                                                  \
+    X(long long, longlong) X(unsigned int, uint) X(unsigned long, ulong)                           \
         X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32)   \
             X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
 #define SHMEMX_REDUCE_ON_STREAM_FLOAT(X) X(float, float) X(double, double)

@@ -27,9 +27,9 @@ if [ "${BENCH:-1}" = 1 ]; then
 fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for t in cuda_heap cuda_stream; do
-    USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=256M SHMEM_SYMMETRIC_SIZE=64M \
-      timeout 110 $B/tools/ushrun --timeout 100 -n 2 "$SAN" --tool memcheck --error-exitcode 9 \
+  for t in ${SANITIZE_TESTS:-cuda_heap cuda_stream}; do
+    USHMEM_TEST_PUT_FIRST=1 USHMEM_TEST_VERBOSE=1 USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=256M SHMEM_SYMMETRIC_SIZE=64M \
+      timeout 130 $B/tools/ushrun --timeout 120 -n 2 "$SAN" --tool memcheck --error-exitcode 9 \
       $B/tests/cuda/$t >>"$O/sanitizer.log" 2>&1
     echo "compute-sanitizer memcheck $t np2: exit $?" | tee -a "$O/sanitizer.log"
   done

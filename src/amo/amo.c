@@ -27,21 +27,21 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
     return r;
 }
 
-#define AMO_BODY(T)                                                                   \
-    do {                                                                              \
-        T *p = (T *)r, v = (T)value, c = (T)cond;                                     \
-        switch (op) {                                                                 \
-        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST); \
-        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;     \
-        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); \
-        case USHMEMI_AMO_CSWAP:                                                       \
-            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-            return (uint64_t)c;                                                       \
-        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); \
-        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); \
-        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); \
-        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); \
-        }                                                                             \
+#define AMO_BODY(T)                                                                                \
+    do {                                                                                           \
+        T *p = (T *)r, v = (T)value, c = (T)cond;                                                  \
+        switch (op) {                                                                              \
+        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST);             \
+        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                  \
+        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);       \
+        case USHMEMI_AMO_CSWAP:                                                                    \
+            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
+            return (uint64_t)c;                                                                    \
+        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);           \
+        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);         \
+        }                                                                                          \
     } while (0)
 
 /* Signed and unsigned, int and float of one size are the same bit operation

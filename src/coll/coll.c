@@ -72,12 +72,16 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
 int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
                       const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
     return bcast(team, dest, src, nbytes, root, 1, call);
 }
 
 int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
                      const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        return ushmemi_cuda_fcollect(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
@@ -101,6 +105,9 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
 
 int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes, const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
+                            "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
@@ -135,6 +142,8 @@ int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbyte
 int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
                      const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        return ushmemi_cuda_alltoall(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
@@ -166,6 +175,9 @@ static size_t span(size_t count, ptrdiff_t stride, size_t esize, const char *cal
 int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
                       size_t nelems, size_t esize, const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
+                            "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     if (dst < 1 || sst < 1) {

@@ -7,6 +7,12 @@
 
 #include "core/prims.h"
 #include "core/team.h"
+#include "transport/cuda/devmem.h"
+
+/* A collective on device-heap buffers runs on the GPU (src/transport/cuda). */
+#define USHMEMI_COLL_ON_DEVICE(dest, src)                                                          \
+    (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) &&                                                    \
+     (ushmemi_cuda_is_sym(dest) || ushmemi_cuda_is_sym(src)))
 
 /* The caller's team handle is usable; otherwise a one-line error. */
 static inline int ushmemi_coll_team_ok(shmem_team_t team, const char *call)

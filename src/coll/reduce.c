@@ -185,6 +185,8 @@ static int check_bufs(void *dest, const void *src, size_t nbytes, const char *ca
 int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                    ushmemi_redop_t op, const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        return ushmemi_cuda_reduce(team, dest, src, nelems, dtype, op, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     /* Argument errors are the same on every member: all return before
@@ -214,6 +216,9 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
 int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                  int exclusive, const char *call)
 {
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
+                            "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     comb_fn fn = pick(dtype, USHMEMI_OP_SUM, call);

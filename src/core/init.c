@@ -95,8 +95,8 @@ static int init_locked(const ushmemi_bootstrap_t *bs_in, int requested, const ch
     ushmemi_g.initialized = 1;
     ushmemi_g.ever_initialized = 1;
     if (ushmemi_g.my_pe == 0 && ushmemi_env.version)
-        fprintf(stderr, "ushmem %s (OpenSHMEM %d.%d)\n", USHMEM_VERSION_STRING,
-                SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
+        fprintf(stderr, "ushmem %s (OpenSHMEM %d.%d)\n", USHMEM_VERSION_STRING, SHMEM_MAJOR_VERSION,
+                SHMEM_MINOR_VERSION);
     if (ushmemi_g.my_pe == 0 && ushmemi_env.info) {
         fprintf(stderr, "ushmem environment:\n");
         ushmemi_env_print(stderr);

@@ -21,8 +21,7 @@ static const ushmemi_transport_ops_t **peer_tl; /* [n_pes] host memory route */
 static const ushmemi_transport_ops_t *find_transport(const char *name, size_t len)
 {
     for (size_t i = 0; i < NTRANSPORTS; i++)
-        if (strlen(all_transports[i]->name) == len &&
-            !strncmp(all_transports[i]->name, name, len))
+        if (strlen(all_transports[i]->name) == len && !strncmp(all_transports[i]->name, name, len))
             return all_transports[i];
     return NULL;
 }
@@ -95,8 +94,9 @@ int ushmemi_transports_init(const char *call)
             if (active[i]->reachable(pe, USHMEMI_MEM_HOST))
                 peer_tl[pe] = active[i];
         if (!peer_tl[pe]) {
-            ushmemi_error(call, "PE %d is not reachable with transports '%s' (it runs on "
-                                "another host; the mpi transport is needed)",
+            ushmemi_error(call,
+                          "PE %d is not reachable with transports '%s' (it runs on "
+                          "another host; the mpi transport is needed)",
                           pe, ushmemi_env.transports);
             rc = USHMEM_EUNREACH;
             i = nactive;
@@ -146,8 +146,8 @@ void ushmemi_transport_describe(FILE *out)
             ushmemi_cuda_describe(out);
             continue;
         }
-        const char *why = all_transports[i]->unusable_reason ? all_transports[i]->unusable_reason()
-                                                             : NULL;
+        const char *why =
+            all_transports[i]->unusable_reason ? all_transports[i]->unusable_reason() : NULL;
         fprintf(out, "  %-6s %s%s\n", all_transports[i]->name, why ? "unusable: " : "usable",
                 why ? why : "");
     }

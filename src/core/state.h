@@ -40,11 +40,11 @@ typedef struct {
 /* Layout of the internal region: [0, 64K) ushmemi_sync_region_t (core
  * barrier); [64K, 1M) owned by teams/collectives/locks (src/core/team.c,
  * src/coll/), laid out there. */
-#define USHMEMI_COLL_REGION_OFF ((size_t)64 << 10)
+#define USHMEMI_COLL_REGION_OFF  ((size_t)64 << 10)
 #define USHMEMI_COLL_REGION_SIZE (USHMEMI_INTERNAL_SIZE - USHMEMI_COLL_REGION_OFF)
 
 typedef struct {
-    int initialized;   /* init refcount (1.6: init/finalize pairs) */
+    int initialized; /* init refcount (1.6: init/finalize pairs) */
     int ever_initialized;
     int my_pe, n_pes;
     int local_rank, local_size;
@@ -98,8 +98,8 @@ typedef enum {
 } ushmemi_kind_t;
 /* A dtype packs kind and byte size: kind << 8 | size. */
 #define USHMEMI_DT(kind, size) ((int)(((kind) << 8) | (size)))
-#define USHMEMI_DT_KIND(dt) ((dt) >> 8)
-#define USHMEMI_DT_SIZE(dt) ((size_t)((dt)&0xff))
+#define USHMEMI_DT_KIND(dt)    ((dt) >> 8)
+#define USHMEMI_DT_SIZE(dt)    ((size_t)((dt)&0xff))
 
 /* ---- AMO descriptor ---- */
 typedef enum {
@@ -116,7 +116,7 @@ typedef enum {
 typedef struct {
     ushmemi_amo_op_t op;
     int dtype;
-    void *remote; /* symmetric address (this PE's view) */
+    void *remote;         /* symmetric address (this PE's view) */
     uint64_t value, cond; /* operands, bit patterns in the low dtype-size bytes */
     uint64_t result;      /* fetched value (out) */
     void *fetch_out;      /* _nbi fetching AMOs: where to store result, else NULL */

@@ -32,8 +32,8 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *map_arena_aligned(size_t len, int fd)
 {
     size_t slack = HEAP_ARENA_ALIGN;
-    char *res = mmap(NULL, len + slack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    char *res =
+        mmap(NULL, len + slack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (res == MAP_FAILED)
         return MAP_FAILED;
     uintptr_t user = ((uintptr_t)res + USHMEMI_INTERNAL_SIZE + slack - 1) & ~(uintptr_t)(slack - 1);
@@ -154,8 +154,9 @@ static void *heap_alloc(size_t size, size_t align, const char *call)
     ushmemi_sync_world();
     if (rc) {
         if (rc == USHMEM_ENOMEM)
-            ushmemi_debug(call, "symmetric heap exhausted: %zu bytes requested, largest free block "
-                                "%zu of %zu free (raise SHMEM_SYMMETRIC_SIZE)",
+            ushmemi_debug(call,
+                          "symmetric heap exhausted: %zu bytes requested, largest free block "
+                          "%zu of %zu free (raise SHMEM_SYMMETRIC_SIZE)",
                           size, ushmemi_alloc_largest_free(arena), ushmemi_alloc_bytes_free(arena));
         else
             ushmemi_debug(call, "invalid request: size %zu, alignment %zu", size, align);

@@ -152,7 +152,7 @@ void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int
 }
 
 void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize, int pe,
-               const char *call)
+                      const char *call)
 {
     pe = ushmemi_ctx_pe(ctx, pe, call);
     const char *r = remote_addr(src, esize, pe, call);

@@ -34,20 +34,20 @@ void ushmemi_wait_poll(ushmemi_waiter_t *w)
     sched_yield();
 }
 
-#define CMP(a, b, cmp)                   \
-    ((cmp) == SHMEM_CMP_EQ   ? (a) == (b) \
-     : (cmp) == SHMEM_CMP_NE ? (a) != (b) \
-     : (cmp) == SHMEM_CMP_GT ? (a) > (b)  \
-     : (cmp) == SHMEM_CMP_GE ? (a) >= (b) \
-     : (cmp) == SHMEM_CMP_LT ? (a) < (b)  \
+#define CMP(a, b, cmp)                                                                             \
+    ((cmp) == SHMEM_CMP_EQ   ? (a) == (b)                                                          \
+     : (cmp) == SHMEM_CMP_NE ? (a) != (b)                                                          \
+     : (cmp) == SHMEM_CMP_GT ? (a) > (b)                                                           \
+     : (cmp) == SHMEM_CMP_GE ? (a) >= (b)                                                          \
+     : (cmp) == SHMEM_CMP_LT ? (a) < (b)                                                           \
                              : (a) <= (b))
 
-#define LOAD_CMP(T, ivar, cmp, value)                                       \
-    do {                                                                    \
-        T a_ = __atomic_load_n((const volatile T *)(ivar), __ATOMIC_ACQUIRE); \
-        T b_;                                                               \
-        memcpy(&b_, (value), sizeof b_);                                    \
-        return CMP(a_, b_, cmp);                                            \
+#define LOAD_CMP(T, ivar, cmp, value)                                                              \
+    do {                                                                                           \
+        T a_ = __atomic_load_n((const volatile T *)(ivar), __ATOMIC_ACQUIRE);                      \
+        T b_;                                                                                      \
+        memcpy(&b_, (value), sizeof b_);                                                           \
+        return CMP(a_, b_, cmp);                                                                   \
     } while (0)
 
 static int check_cmp(int cmp, const char *call)
@@ -115,8 +115,8 @@ static inline const void *operand(const void *value, const void *values, size_t 
     return values ? (const char *)values + i * USHMEMI_DT_SIZE(dtype) : value;
 }
 
-static void check_array(volatile void *ivars, size_t nelems, int dtype, int cmp,
-                        const void *value, const void *values, const char *call)
+static void check_array(volatile void *ivars, size_t nelems, int dtype, int cmp, const void *value,
+                        const void *values, const char *call)
 {
     USHMEMI_CHECK_INIT(call);
     check_cmp(cmp, call);
@@ -136,9 +136,8 @@ int ushmemi_test_all(volatile void *ivars, size_t nelems, const int *status, int
 {
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     for (size_t i = 0; i < nelems; i++)
-        if (included(status, i) &&
-            !ushmemi_compare(elem(ivars, i, dtype), dtype, cmp, operand(value, values, i, dtype),
-                             call))
+        if (included(status, i) && !ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
+                                                    operand(value, values, i, dtype), call))
             return 0;
     return 1;
 }
@@ -153,20 +152,19 @@ void ushmemi_wait_until_all(volatile void *ivars, size_t nelems, const int *stat
     for (size_t i = 0; i < nelems; i++) {
         if (!included(status, i))
             continue;
-        while (!ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
-                                operand(value, values, i, dtype), call))
+        while (!ushmemi_compare(elem(ivars, i, dtype), dtype, cmp, operand(value, values, i, dtype),
+                                call))
             ushmemi_wait_poll(&w);
     }
 }
 
-size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype,
-                        int cmp, const void *value, const void *values, const char *call)
+size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
+                        const void *value, const void *values, const char *call)
 {
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     for (size_t i = 0; i < nelems; i++)
-        if (included(status, i) &&
-            ushmemi_compare(elem(ivars, i, dtype), dtype, cmp, operand(value, values, i, dtype),
-                            call))
+        if (included(status, i) && ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
+                                                   operand(value, values, i, dtype), call))
             return i;
     return SIZE_MAX;
 }
@@ -197,9 +195,8 @@ size_t ushmemi_test_some(volatile void *ivars, size_t nelems, size_t *indices, c
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     size_t n = 0;
     for (size_t i = 0; i < nelems; i++)
-        if (included(status, i) &&
-            ushmemi_compare(elem(ivars, i, dtype), dtype, cmp, operand(value, values, i, dtype),
-                            call))
+        if (included(status, i) && ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
+                                                   operand(value, values, i, dtype), call))
             indices[n++] = i;
     return n;
 }
@@ -217,8 +214,8 @@ size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indi
     }
     ushmemi_waiter_t w = {0, call};
     for (;;) {
-        size_t n = ushmemi_test_some(ivars, nelems, indices, status, dtype, cmp, value, values,
-                                     call);
+        size_t n =
+            ushmemi_test_some(ivars, nelems, indices, status, dtype, cmp, value, values, call);
         if (n)
             return n;
         ushmemi_wait_poll(&w);

@@ -90,6 +90,7 @@ int main(void)
     for (int i = 0; i < 64; i++)
         CHECK(zero[i] == 0, "shmem_calloc on the device heap: word %d = %ld", i, zero[i]);
     free(zero);
+    shmem_barrier_all(); /* everyone has checked its zeros before anyone writes */
     shmem_long_p(&dl[me], me * 100 + 7, next);
     shmem_barrier_all();
     CHECK(shmem_long_g(&dl[prev], me) == prev * 100 + 7, "p/g on device memory");

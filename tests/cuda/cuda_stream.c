@@ -6,6 +6,8 @@
  * stream. Run with 2 and 4 PEs on one GPU (USHMEM_DEVICE=0). */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "cuda_test.h"
 
@@ -34,6 +36,36 @@ static void fill_dev(void *dst, size_t len, int pe, int round)
     free(h);
 }
 
+/* The signalling side runs on its own host thread, so the waiting side can
+ * enqueue its wait first whatever the driver does at enqueue time. */
+typedef struct {
+    CUcontext ctx;
+    char *a, *b;
+    size_t n;
+    uint64_t *sg, v1, v2;
+    int op, pe;
+} putter_t;
+
+static void *putter_main(void *arg)
+{
+    putter_t *p = arg;
+    TCU(tcu.cuCtxSetCurrent(p->ctx));
+    CUstream s2 = tcu_stream();
+    usleep(1000);
+    shmemx_putmem_signal_on_stream(p->a, p->b, p->n, p->sg, p->v1, p->op, p->pe, s2);
+    if (p->op == SHMEM_SIGNAL_ADD && p->v2)
+        shmemx_putmem_signal_on_stream(p->a, p->b, p->n, p->sg, p->v2, SHMEM_SIGNAL_ADD, p->pe, s2);
+    TCU(tcu.cuStreamSynchronize(s2));
+    TCU(tcu.cuStreamDestroy(s2));
+    return NULL;
+}
+
+static void section(const char *what)
+{
+    if (getenv("USHMEM_TEST_VERBOSE"))
+        fprintf(stderr, "PE %d: %s\n", shmem_my_pe(), what);
+}
+
 static int64_t val_i64(int pe, size_t i)
 {
     return (int64_t)(test_mix(test_seed() ^ ((uint64_t)pe << 40) ^ i) % 2001) - 1000;
@@ -43,8 +75,12 @@ int main(void)
 {
     if (tcu_load() != 0)
         return 77;
-    shmem_init();
+    int provided = 0;
+    shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
+    CHECK(provided == SHMEM_THREAD_MULTIPLE, "thread level %d", provided);
     int me = shmem_my_pe(), np = shmem_n_pes();
+    CUcontext ctx = NULL;
+    TCU(tcu.cuCtxGetCurrent(&ctx));
     int next = (me + 1) % np, prev = (me + np - 1) % np;
     CUstream s = tcu_stream();
     const size_t MAXN = 1 << 20;
@@ -81,6 +117,7 @@ int main(void)
     TCU(tcu.cuStreamSynchronize(s));
     shmem_barrier_all();
 
+    section("signals");
     /* ---- put with signal, then waits with every comparison ---- */
     uint64_t *sig = shmem_calloc(16, sizeof(uint64_t));
     uint64_t *hsig = shmem_malloc_with_hints(16 * sizeof(uint64_t), SHMEMX_MALLOC_HOST);
@@ -111,17 +148,21 @@ int main(void)
                 tcu_copy(sg, &cases[c].init, 8);
             fill_dev(b, n, me, round);
             shmem_barrier_all(); /* everyone's signal is initialized */
-            /* The waiting side enqueues first: its stream must block. */
+            /* The waiting side enqueues first (the putter sleeps 1 ms): its
+             * stream must block until the signal condition holds. */
+            putter_t pt = {ctx, a, b, n, sg, cases[c].v1, cases[c].v2, cases[c].op, next};
+            pthread_t th;
+            CHECK(pthread_create(&th, NULL, putter_main, &pt) == 0, "pthread_create");
+            /* compute-sanitizer serializes the driver calls of a process, so
+             * a wait enqueued first would hold up our own putter: there, put
+             * first (the waits are still checked for correctness). */
+            if (getenv("USHMEM_TEST_PUT_FIRST"))
+                pthread_join(th, NULL);
             shmemx_signal_wait_until_on_stream(sg, cases[c].cmp, cases[c].wait, s);
             TCU(tcu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)pin, (CUdeviceptr)(uintptr_t)a, n, s));
-            CUstream s2 = tcu_stream();
-            shmemx_putmem_signal_on_stream(a, b, n, sg, cases[c].v1, cases[c].op, next, s2);
-            if (cases[c].op == SHMEM_SIGNAL_ADD && cases[c].v2)
-                shmemx_putmem_signal_on_stream(a, b, n, sg, cases[c].v2, SHMEM_SIGNAL_ADD, next,
-                                               s2);
-            TCU(tcu.cuStreamSynchronize(s2));
             TCU(tcu.cuStreamSynchronize(s));
-            TCU(tcu.cuStreamDestroy(s2));
+            if (!getenv("USHMEM_TEST_PUT_FIRST"))
+                pthread_join(th, NULL);
             size_t bad = 0;
             CHECK(test_verify(pin, n, prev, round, &bad),
                   "%s signal, case %d (cmp %d): data not there after the wait (byte %zu)",
@@ -137,6 +178,7 @@ int main(void)
         }
     }
 
+    section("barriers");
     /* ---- barriers on a stream: every PE's slot on every PE each round ---- */
     uint64_t *slots = shmem_calloc((size_t)np, sizeof(uint64_t));
     uint64_t *vals = shmem_malloc(64 * sizeof(uint64_t));
@@ -192,6 +234,7 @@ int main(void)
     TCU(tcu.cuStreamSynchronize(s));
     shmem_barrier_all();
 
+    section("collectives");
     /* ---- alltoall, broadcast, fcollect on a stream ---- */
     size_t blk = 4096 + 24;
     char *csrc = shmem_malloc((size_t)np * blk), *cdst = shmem_malloc((size_t)np * blk);
@@ -213,6 +256,7 @@ int main(void)
     for (int j = 0; j < np; j++)
         verify(cdst + (size_t)j * blk, blk, j, 400, "fcollectmem_on_stream");
 
+    section("reductions");
     /* ---- reductions on a stream ---- */
     size_t ne = 10000;
     long *lsrc = shmem_malloc(ne * sizeof(long)), *ldst = shmem_malloc(ne * sizeof(long));
@@ -264,6 +308,7 @@ int main(void)
         CHECK(lr[i] == want, "in-place xor [%zu]", i);
     }
 
+    section("host memory and NULL stream");
     /* ---- host memory with a stream; device memory with the NULL stream ---- */
     size_t n = 100000;
     test_fill(hsrc, n, me, 500);

@@ -20,9 +20,10 @@
 
 ushmemi_cuda_t ushmemi_cuda = {
     .device = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .sync_lock = PTHREAD_MUTEX_INITIALIZER};
-/* Measured on an H200 (docs/cuda.md): up to 64 KiB the one-launch copy
- * kernel enqueues and runs faster than cuMemcpyDtoDAsync. */
-size_t ushmemi_cuda_kcopy_max = (size_t)64 << 10;
+/* Measured on an H200 with 2 PEs (docs/cuda.md): up to 16 MiB the copy
+ * kernel beats cuMemcpyDtoDAsync (it enqueues faster, and the copy is short);
+ * from 32 MiB on the driver's copy is faster. */
+size_t ushmemi_cuda_kcopy_max = (size_t)16 << 20;
 
 static int requested_device = -1; /* shmemx_init_attr */
 static int setup_rc;              /* error found by init, reported by attach */

@@ -60,8 +60,8 @@ typedef struct {
 
 extern ushmemi_cuda_t ushmemi_cuda __attribute__((visibility("hidden")));
 
-/* Small device-to-device copies at or below this size use the copy kernel
- * (one launch) instead of cuMemcpyAsync; 0 disables. */
+/* Device-to-device copies on a stream at or below this size use the copy
+ * kernel (one launch) instead of cuMemcpyDtoDAsync; 0 disables. */
 extern size_t ushmemi_cuda_kcopy_max __attribute__((visibility("hidden")));
 
 /* Make the bound device's primary context current on this thread. */

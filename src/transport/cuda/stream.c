@@ -106,10 +106,11 @@ static void stream_copy(void *dst, int ddev, const void *src, int sdev, size_t n
         enqueue_host_op(s, dst, src, n, NULL, 0, 0, call);
     } else if (ddev && sdev && n <= ushmemi_cuda_kcopy_max && ushmemi_cuda.mod) {
         unsigned long long nn = n;
-        unsigned blocks = (unsigned)((n + 8191) / 8192);
+        size_t blocks = (n + 16383) / 16384; /* 256 threads x 4 x 16 bytes */
         void *params[] = {&dst, &src, &nn};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda.fixed[K_COPY], blocks > 64 ? 64 : blocks, 1,
-                                           1, 256, 1, 1, 0, s, params, NULL),
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda.fixed[K_COPY],
+                                           blocks > 528 ? 528 : (unsigned)blocks, 1, 1, 256, 1, 1,
+                                           0, s, params, NULL),
                  call);
     } else if (ddev && sdev) {
         /* Device to device said explicitly: cheaper to enqueue than letting the
