@@ -99,12 +99,22 @@ int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *sour
     int shmemx_##TYPENAME##_##OP##_reduce_on_stream(shmem_team_t team, TYPE *dest,                 \
                                                     const TYPE *source, size_t nreduce,            \
                                                     shmemx_stream_t stream);
+/* One type per line; the formatter does not settle on a layout for this. */
+/* clang-format off */
 #define SHMEMX_REDUCE_ON_STREAM_INT(X)                                                             \
     X(int, int)                                                                                    \
     X(long, long)                                                                                  \
-    X(long long, longlong) X(unsigned int, uint) X(unsigned long, ulong)                           \
-        X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32)   \
-            X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
+    X(long long, longlong)                                                                         \
+    X(unsigned int, uint)                                                                          \
+    X(unsigned long, ulong)                                                                        \
+    X(unsigned long long, ulonglong)                                                               \
+    X(int32_t, int32)                                                                              \
+    X(int64_t, int64)                                                                              \
+    X(uint32_t, uint32)                                                                            \
+    X(uint64_t, uint64)                                                                            \
+    X(size_t, size)                                                                                \
+    X(ptrdiff_t, ptrdiff)
+/* clang-format on */
 #define SHMEMX_REDUCE_ON_STREAM_FLOAT(X) X(float, float) X(double, double)
 #define SHMEMX_REDUCE_ON_STREAM_BITS_(T, N)                                                        \
     SHMEMX_REDUCE_ON_STREAM_DECL(T, N, and)                                                        \
