@@ -138,12 +138,40 @@ static char *arena_base(void)
 /* Allocation with the spec's semantics: collective, identical offsets on every
  * PE (the allocator is deterministic), barrier before returning so no PE can
  * touch the new object on a peer that has not allocated it yet. */
+/* SHMEM_DEBUG: every PE must ask for the same size and alignment, or the heaps
+ * silently stop being symmetric. Each PE publishes its request in its internal
+ * region; after a barrier each compares with every peer it maps; a second
+ * barrier keeps the next call from overwriting a request still being read. */
+static void debug_check_request(size_t size, size_t align, const char *call)
+{
+    _Atomic uint64_t *mine = ushmemi_g.sync->alloc_check;
+    atomic_store(&mine[0], size);
+    atomic_store(&mine[1], align);
+    ushmemi_sync_world();
+    for (int pe = 0; pe < ushmemi_g.n_pes; pe++) {
+        const ushmemi_sync_region_t *peer =
+            (const ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+        if (!peer)
+            continue;
+        uint64_t psize = atomic_load(&peer->alloc_check[0]);
+        uint64_t palign = atomic_load(&peer->alloc_check[1]);
+        if (psize != size || palign != align)
+            ushmemi_fatal(call,
+                          "PE %d asked for %llu bytes (alignment %llu), this PE for %zu (%zu): "
+                          "symmetric allocations must be the same on every PE",
+                          pe, (unsigned long long)psize, (unsigned long long)palign, size, align);
+    }
+    ushmemi_sync_world();
+}
+
 static void *heap_alloc(size_t size, size_t align, const char *call)
 {
     size_t off = 0;
     int rc;
 
     USHMEMI_CHECK_INIT(call);
+    if (ushmemi_env.debug && ushmemi_g.n_pes > 1)
+        debug_check_request(size, align, call);
     if (size == 0) {
         ushmemi_sync_world();
         return NULL;

@@ -30,4 +30,10 @@ chmod +x "$tmp/wrap.sh"
 out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$USHRUN" -n 2 "$tmp/wrap.sh" 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "same SHMEM_SYMMETRIC_SIZE" <<<"$out"; then echo "PASS mismatched heaps"
 else echo "FAIL mismatched heaps (rc $rc): $out"; fail=1; fi
+# SHMEM_DEBUG: PEs asking for different allocation sizes get a clear error
+printf '#include <shmem.h>\nint main(void){shmem_init();void *p=shmem_malloc(shmem_my_pe()==1?200:100);shmem_free(p);shmem_finalize();return 0;}\n' > "$tmp/m.c"
+"$BUILD_DIR/tools/ushcc" "$tmp/m.c" -o "$tmp/m" || exit 1
+out=$(SHMEM_DEBUG=1 SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$USHRUN" -n 2 "$tmp/m" 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "shmem_malloc: PE . asked for .* bytes.*must be the same on every PE" <<<"$out"; then echo "PASS debug: mismatched malloc sizes"
+else echo "FAIL debug: mismatched malloc sizes (rc $rc): $out"; fail=1; fi
 exit $fail
