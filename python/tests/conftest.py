@@ -10,6 +10,11 @@ so that each tier is known to have been exercised.
 Every PE runs every test. Tests keep their collective calls unconditional and
 check results after the last collective, so a failing assertion on one PE
 cannot leave the others waiting in a barrier.
+
+CUDA: tests marked requires_cuda (and the "cuda" value of the `device`
+parameter) run when torch has CUDA and ushmem bound a device at init
+(ushmem.cuda_device(): LOCAL_RANK, USHMEM_DEVICE, or USHMEM_TEST_DEVICE=N which
+the raw tier passes to init(device=N)); they are skipped elsewhere.
 """
 import os
 import zlib
@@ -67,7 +72,8 @@ def init_tier(tier):
         from mpi4py import MPI
         ushmem.init_with_mpi(MPI.COMM_WORLD)
     else:
-        ushmem.init()
+        dev = os.environ.get("USHMEM_TEST_DEVICE")
+        ushmem.init(device=int(dev) if dev and dev.isdigit() else dev or None)
 
 
 def _share_seed():
@@ -127,17 +133,33 @@ def pytest_sessionfinish(session, exitstatus):
             dist.destroy_process_group()
 
 
+def have_cuda():
+    """torch has CUDA and ushmem has a device bound (the same answer on every PE of a
+    job, as long as every PE is given a device alike)."""
+    if not (ushmem.is_initialized() and ushmem.cuda_device() is not None and _have("torch")):
+        return False
+    return __import__("torch").cuda.is_available()
+
+
+def pytest_generate_tests(metafunc):
+    # `device`: "cpu" everywhere, "cuda" where have_cuda() (skipped elsewhere).
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", ["cpu", pytest.param("cuda", marks=[
+            pytest.mark.requires_cuda, pytest.mark.requires_torch])])
+
+
 def pytest_collection_modifyitems(config, items):
     n = ushmem.n_pes() if ushmem.is_initialized() else 1
     have_torch = _have("torch")
-    have_cuda = ushmem.HAVE_CUDA and have_torch and __import__("torch").cuda.is_available()
+    cuda = have_cuda()
     for item in items:
-        if "requires_torch" in item.keywords and not have_torch:
+        if item.get_closest_marker("requires_torch") and not have_torch:
             item.add_marker(pytest.mark.skip(reason="needs torch"))
-        if "requires_multi_pe" in item.keywords and n < 2:
+        if item.get_closest_marker("requires_multi_pe") and n < 2:
             item.add_marker(pytest.mark.skip(reason="needs at least 2 PEs"))
-        if "requires_cuda" in item.keywords and not have_cuda:
-            item.add_marker(pytest.mark.skip(reason="needs a CUDA build of ushmem and a GPU"))
+        if item.get_closest_marker("requires_cuda") and not cuda:
+            item.add_marker(pytest.mark.skip(
+                reason="needs torch with CUDA and a CUDA device bound to ushmem"))
 
 
 # ---- fixtures ----
@@ -155,6 +177,20 @@ def npes():
 @pytest.fixture(scope="session")
 def tier():
     return _state["tier"]
+
+
+@pytest.fixture(scope="session")
+def cuda_bound():
+    """True when ushmem has a CUDA device bound (stream forms with None then enqueue on
+    the legacy default stream instead of running now)."""
+    return ushmem.cuda_device() is not None
+
+
+def device_sync():
+    """Wait for everything enqueued on this PE's GPU (no-op without a bound device)."""
+    if ushmem.cuda_device() is not None:
+        import torch
+        torch.cuda.synchronize(ushmem.cuda_device())
 
 
 @pytest.fixture

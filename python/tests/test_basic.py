@@ -56,28 +56,37 @@ def test_buffers(me, sym_bytes):
         ushmem.create_buffer("big")
     with pytest.raises(ValueError):
         ushmem.create_buffer(8, device="tpu")
-    for dev in ("cuda", "cuda:0", 0):
-        with pytest.raises(ushmem.Error) as ei:
-            ushmem.create_buffer(8, device=dev)
-        assert ei.value.code == ushmem.ERR_UNSUPPORTED and "CUDA" in ei.value.message
+    with pytest.raises(ValueError):
+        ushmem.create_buffer(8, device=-1)
+    if ushmem.cuda_device() is None:  # with a device: test_cuda.py
+        for dev in ("cuda", "cuda:0", 0):
+            with pytest.raises(ushmem.Error) as ei:
+                ushmem.create_buffer(8, device=dev)
+            assert ei.value.code == ushmem.ERR_UNSUPPORTED and "CUDA" in ei.value.message
     cpu = sym_bytes(8)
     assert cpu.device == "cpu"
     ushmem.barrier_all()
 
 
-def test_on_stream_forms_on_host(me, data, sym_bytes):
+def test_on_stream_forms_on_host(me, data, sym_bytes, cuda_bound):
     n = 64
     buf = sym_bytes(n)
-    ushmem.putmem_on_stream(buf, data.bytes(me, n), n, me, None)
+    ushmem.putmem_on_stream(buf, data.bytes(me, n), n, me, None)  # host memory: now
     out = bytearray(n)
     ushmem.getmem_on_stream(out, buf, n, me)  # stream omitted == None
     assert bytes(out) == data.bytes(me, n)
-    for call in (lambda: ushmem.putmem_on_stream(buf, b"x", 1, me, 12345),
-                 lambda: ushmem.barrier_all_on_stream(777),
-                 lambda: ushmem.quiet_on_stream(1)):
-        with pytest.raises(ushmem.Error) as ei:
-            call()
-        assert ei.value.code == ushmem.ERR_UNSUPPORTED
+    if not cuda_bound:  # no device: a stream cannot be used (with one: test_cuda.py)
+        for call in (lambda: ushmem.putmem_on_stream(buf, b"x", 1, me, 12345),
+                     lambda: ushmem.barrier_all_on_stream(777),
+                     lambda: ushmem.quiet_on_stream(1)):
+            with pytest.raises(ushmem.Error) as ei:
+                call()
+            assert ei.value.code == ushmem.ERR_UNSUPPORTED
+    for bad in ("stream", 1.5, object()):
+        with pytest.raises(TypeError, match="stream"):
+            ushmem.putmem_on_stream(buf, b"x", 1, me, bad)
+    with pytest.raises(ValueError, match="negative"):
+        ushmem.quiet_on_stream(-3)
     ushmem.quiet_on_stream(None)
     ushmem.sync_all_on_stream()
     ushmem.barrier_all_on_stream(None)
@@ -130,12 +139,13 @@ def test_bad_arguments_raise(me, npes, sym_bytes):
 
 
 @pytest.mark.requires_torch
-def test_tensor_helpers(me, npes):
+def test_tensor_helpers(me, npes, device):
     import torch
     import ushmem.interop.torch as ut
-    t = ut.create_tensor((3, 5), torch.float64)
+    t = ut.create_tensor((3, 5), torch.float64, device=device)
     assert t.shape == (3, 5) and t.dtype == torch.float64 and t.is_contiguous()
-    z = ut.create_tensor(7, torch.int16, zero=True)
+    assert t.device.type == device
+    z = ut.create_tensor(7, torch.int16, zero=True, device=device)
     assert z.shape == (7,) and not z.any()
     bases = ut.get_heap_bases(t)
     assert len(bases) == npes and bases[me] == t.data_ptr()
@@ -148,15 +158,17 @@ def test_tensor_helpers(me, npes):
     assert mine is not t and mine.data_ptr() == t.data_ptr()
     col = ut.get_peer_tensor(t[:, 1], (me + 1) % npes)  # strided view
     assert col.shape == (3,) and col.stride() == t[:, 1].stride()
-    values = (peer.clone(), col.clone())
+    assert peer.device == t.device and col.device == t.device
+    values = (peer.cpu().clone(), col.cpu().clone())
     ut.barrier_all()
     with pytest.raises(ValueError):
         ut.free_tensor(torch.zeros(3))
     with pytest.raises(ValueError):
         ut.create_tensor((0, 3))
-    with pytest.raises(ushmem.Error) as ei:
-        ut.create_tensor(4, device="cuda")
-    assert ei.value.code == ushmem.ERR_UNSUPPORTED
+    if ushmem.cuda_device() is None:
+        with pytest.raises(ushmem.Error) as ei:
+            ut.create_tensor(4, device="cuda")
+        assert ei.value.code == ushmem.ERR_UNSUPPORTED
     with pytest.raises(TypeError):
         ut.free_tensor([1, 2])
     ut.free_tensor(t)
@@ -168,19 +180,21 @@ def test_tensor_helpers(me, npes):
 
 
 @pytest.mark.requires_torch
-def test_tensor_dtypes_roundtrip(me, data):
+def test_tensor_dtypes_roundtrip(me, data, device):
     import torch
     import ushmem.interop.torch as ut
     for dt in (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8,
                torch.bool, torch.float16, torch.bfloat16, torch.complex64):
-        t = ut.create_tensor((2, 9), dt)
+        t = ut.create_tensor((2, 9), dt, device=device)
         raw = torch.from_numpy(data.array(me, 18 * t.element_size(), np.uint8, str(dt)))
         src = (raw & 1).bool().view(2, 9) if dt == torch.bool else raw.view(dt).view(2, 9)
+        src = src.to(device)
         ut.put(t, src, me)
         back = torch.empty_like(src)
         ut.get(back, t, me)
+        back = back.cpu()  # waits for the current stream
         ut.free_tensor(t)
-        assert torch.equal(back.view(torch.uint8), src.view(torch.uint8)), dt
+        assert torch.equal(back.view(torch.uint8), src.cpu().view(torch.uint8)), dt
 
 
 def test_numpy_helpers(me, npes, data):

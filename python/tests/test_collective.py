@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ushmem
+from conftest import device_sync
 
 pytestmark = pytest.mark.requires_multi_pe
 
@@ -16,6 +17,7 @@ def test_put_get_on_stream_all_pairs(me, npes, data, sym_bytes):
         ushmem.putmem_on_stream(inbox[me * n:(me + 1) * n], data.bytes(me, n, f"to{pe}"), n, pe,
                                 None)
     ushmem.barrier_all_on_stream(None)
+    device_sync()  # with a device bound, None is the legacy default stream: wait for it
     blocks = [bytes(inbox[j * n:(j + 1) * n]) for j in range(npes)]
     pulled = []
     for pe in range(npes):  # what I sent to pe, read back from pe
@@ -61,19 +63,21 @@ def _blocks(data, sender, receivers, k, dtype, tag):
 
 
 @pytest.mark.requires_torch
-def test_torch_put_get(me, npes, data):
+def test_torch_put_get(me, npes, data, device):
+    """device "cuda": CUDA tensors on the device heap, on the current stream."""
     import torch
     import ushmem.interop.torch as ut
     right, left = (me + 1) % npes, (me - 1) % npes
     results = []
     for dt, npdt in ((torch.float32, np.float32), (torch.int64, np.int64),
                      (torch.float64, np.float64), (torch.int16, np.int16)):
-        t = ut.create_tensor((5, 7), dt)
-        ut.put(t, torch.from_numpy(data.array(me, 35, npdt, str(dt)).reshape(5, 7)), right)
+        t = ut.create_tensor((5, 7), dt, device=device)
+        src = torch.from_numpy(data.array(me, 35, npdt, str(dt)).reshape(5, 7)).to(device)
+        ut.put(t, src, right)
         ut.barrier_all()
-        got = torch.empty(5, 7, dtype=dt)
+        got = torch.empty(5, 7, dtype=dt, device=device)
         ut.get(got, t, right)  # right's copy holds what I put there
-        results.append((dt, npdt, t.clone(), got))
+        results.append((dt, npdt, t.cpu().clone(), got.cpu()))
         ut.barrier_all()
         ut.free_tensor(t)
     for dt, npdt, recv, got in results:
@@ -82,16 +86,18 @@ def test_torch_put_get(me, npes, data):
 
 
 @pytest.mark.requires_torch
-def test_torch_mismatches_raise():
+def test_torch_mismatches_raise(device):
     import torch
     import ushmem.interop.torch as ut
-    t = ut.create_tensor((4, 4), torch.float32)
+    t = ut.create_tensor((4, 4), torch.float32, device=device)
     cases = [
-        ("dtype", lambda: ut.put(t, torch.zeros(4, 4, dtype=torch.float64), 0)),
-        ("shape", lambda: ut.put(t, torch.zeros(2, 8), 0)),
-        ("size", lambda: ut.alltoall(ushmem.TEAM_WORLD, t, torch.zeros(3), None)),
-        ("contiguous", lambda: ut.get(torch.zeros(4, 4).t(), t, 0)),
-        ("shape", lambda: ut.broadcast(ushmem.TEAM_WORLD, t, torch.zeros(16), 0)),
+        ("dtype", lambda: ut.put(t, torch.zeros(4, 4, dtype=torch.float64, device=device), 0)),
+        ("shape", lambda: ut.put(t, torch.zeros(2, 8, device=device), 0)),
+        ("size", lambda: ut.alltoall(ushmem.TEAM_WORLD, t, torch.zeros(3, device=device), None)),
+        ("contiguous", lambda: ut.get(torch.zeros(4, 4, device=device).t(), t, 0)),
+        ("shape", lambda: ut.broadcast(ushmem.TEAM_WORLD, t, torch.zeros(16, device=device), 0)),
+        ("dtype", lambda: ut.reduce(ushmem.TEAM_WORLD, t, t.to(torch.int16))),
+        ("dtype", lambda: ut.reduce(ushmem.TEAM_WORLD, t.to(torch.int16), t.to(torch.int16))),
     ]
     for word, call in cases:
         with pytest.raises(ValueError, match=word):
@@ -102,15 +108,15 @@ def test_torch_mismatches_raise():
 
 
 @pytest.mark.requires_torch
-def test_torch_alltoall(me, npes, data):
+def test_torch_alltoall(me, npes, data, device):
     import torch
     import ushmem.interop.torch as ut
     k = 6  # elements per PE pair
-    src = ut.create_tensor((npes * k,), torch.int32)
-    dst = ut.create_tensor((npes * k,), torch.int32)
+    src = ut.create_tensor((npes * k,), torch.int32, device=device)
+    dst = ut.create_tensor((npes * k,), torch.int32, device=device)
     src.copy_(torch.from_numpy(_blocks(data, me, range(npes), k, np.int32, "a2a")))
     ut.alltoall(ushmem.TEAM_WORLD, dst, src)
-    got = dst.clone()
+    got = dst.cpu().clone()
     ut.barrier_all()
     ut.free_tensor(src)
     ut.free_tensor(dst)
@@ -119,16 +125,17 @@ def test_torch_alltoall(me, npes, data):
 
 
 @pytest.mark.requires_torch
-def test_torch_broadcast_every_root(me, npes, data):
+def test_torch_broadcast_every_root(me, npes, data, device):
     import torch
     import ushmem.interop.torch as ut
-    src = ut.create_tensor((3, 11), torch.float64)
-    dst = ut.create_tensor((3, 11), torch.float64)
+    src = ut.create_tensor((3, 11), torch.float64, device=device)
+    dst = ut.create_tensor((3, 11), torch.float64, device=device)
     src.copy_(torch.from_numpy(data.array(me, 33, np.float64).reshape(3, 11)))
     got = []
     for root in range(npes):
         ut.broadcast(ushmem.TEAM_WORLD, dst, src, root)
-        got.append(dst.clone())
+        got.append(dst.cpu().clone())
+    ut.barrier_all()  # (device) every PE copied dst out before it is freed
     ut.free_tensor(src)
     ut.free_tensor(dst)
     for root in range(npes):
@@ -150,6 +157,61 @@ def test_bytes_collectives(me, npes, data, sym_bytes):
     assert a2a == a2a2 == b"".join(data.bytes(j, n, f"->{me}") for j in range(npes))
     assert fcol == b"".join(data.bytes(j, n, "->0") for j in range(npes))
     assert bc == b"".join(data.bytes(npes - 1, n, f"->{j}") for j in range(npes))
+
+
+@pytest.mark.requires_torch
+def test_torch_reduce(me, npes, data, device):
+    """reduce_on_stream through the interop: host memory runs now, device memory on the
+    current stream; integer-valued data, so float sums are exact in any order."""
+    import torch
+    import ushmem.interop.torch as ut
+    n = 50
+    cases = [(torch.float64, "sum"), (torch.float32, "max"), (torch.int64, "prod"),
+             (torch.int32, "or"), (torch.int64, "min")]
+
+    def mine(pe, dt):
+        return torch.from_numpy(data.rng(pe, str(dt)).integers(-3, 4, n)).to(dt)
+    got = []
+    for dt, op in cases:
+        src = ut.create_tensor(n, dt, device=device)
+        dst = ut.create_tensor(n, dt, device=device)
+        src.copy_(mine(me, dt))
+        ut.barrier_all()
+        ut.reduce(None, dst, src, op)
+        got.append(dst.cpu().clone())
+        ut.barrier_all()
+        ut.free_tensor(src)
+        ut.free_tensor(dst)
+    fold = {"sum": torch.add, "max": torch.maximum, "prod": torch.mul, "or": torch.bitwise_or,
+            "min": torch.minimum}
+    for (dt, op), g in zip(cases, got):
+        want = mine(0, dt)
+        for pe in range(1, npes):
+            want = fold[op](want, mine(pe, dt))
+        assert torch.equal(g, want), (dt, op)
+
+
+def test_reduce_on_stream_host_bytes(me, npes, sym_bytes):
+    src, dst = sym_bytes(8 * 4), sym_bytes(8 * 4)
+    vals = np.array([me + 1, -me, 2 ** 40 + me, 7], dtype=np.int64)
+    ushmem.putmem(src, vals.tobytes(), 32, me)
+    ushmem.barrier_all()
+    ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst, src, 4, "int64", "sum", None)
+    got = np.frombuffer(bytes(dst), dtype=np.int64).copy()
+    ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst, src, 4, "int64", "max")
+    mx = np.frombuffer(bytes(dst), dtype=np.int64).copy()
+    with pytest.raises(ValueError, match="no and reduction on double"):
+        ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst, src, 4, "double", "and")
+    with pytest.raises(TypeError):
+        ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst, src, 4, np.int64, "sum")
+    with pytest.raises(ValueError):  # 5 int64 do not fit a 32-byte buffer
+        ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst, src, 5, "int64", "sum")
+    with pytest.raises(ValueError, match="aligned"):
+        ushmem.reduce_on_stream(ushmem.TEAM_WORLD, dst[4:], src[4:], 2, "int64", "sum")
+    ushmem.barrier_all()
+    s = sum(range(1, npes + 1))
+    assert got.tolist() == [s, -sum(range(npes)), npes * 2 ** 40 + sum(range(npes)), 7 * npes]
+    assert mx.tolist() == [npes, 0, 2 ** 40 + npes - 1, 7]
 
 
 def test_signal_pipeline(me, npes, data, sym_bytes):

@@ -1,4 +1,4 @@
-"""ushmem: OpenSHMEM for Python, on host memory (and, with CUDA builds, device memory).
+"""ushmem: OpenSHMEM for Python, on host memory and CUDA device memory.
 
 The names mirror the C API without the ``shmem_`` prefix::
 
@@ -18,6 +18,11 @@ or a size mismatch never aborts the interpreter.
 
 Garbage collection never frees symmetric memory (freeing is collective): it
 warns with ``LeakWarning`` and ``finalize()`` reports what was never freed.
+
+CUDA: ``init(device=...)`` (or LOCAL_RANK / USHMEM_DEVICE) binds a GPU; then
+``create_buffer(n, device="cuda")`` allocates on the device heap and the
+``*_on_stream`` forms take a stream (None: CUDA's legacy default stream for
+device memory, "now" for host memory). ``cuda_device()`` says which GPU.
 """
 import os as _os
 import sys as _sys
@@ -77,8 +82,95 @@ def _error(code, message):
 
 def _no_cuda(fn):
     return _error(_ushmem.ERR_UNSUPPORTED,
-                  f"{fn}: CUDA tensors need CUDA support, which is not built into this ushmem "
-                  "(host memory only)")
+                  f"{fn}: CUDA memory needs a CUDA device bound to ushmem on this PE, and none "
+                  "is (pass device= to init, or set LOCAL_RANK / USHMEM_DEVICE)")
+
+
+def _torch_cuda():
+    """torch, if it is already imported and has CUDA (the package never imports torch
+    itself for this: importing it costs seconds)."""
+    torch = _sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            return torch
+    except Exception:  # pragma: no cover - a broken CUDA setup
+        pass
+    return None
+
+
+def _device_count():
+    torch = _torch_cuda()
+    return torch.cuda.device_count() if torch is not None else _ushmem._cuda_device_count()
+
+
+def _resolve_device(device, nccl=False):
+    """The CUDA ordinal to bind for a device= argument, or None (let the library choose:
+    USHMEM_DEVICE, else LOCAL_RANK modulo the device count, else none), or "cpu"."""
+    if device is None:
+        if nccl:  # an nccl group already chose the device
+            return _torch_cuda().cuda.current_device()
+        torch = _torch_cuda()
+        lr = _os.environ.get("LOCAL_RANK", "").strip()
+        if torch is not None and lr.isdigit() and not _os.environ.get("USHMEM_DEVICE"):
+            return int(lr) % torch.cuda.device_count()
+        return None
+    if isinstance(device, bool):
+        raise TypeError("device must be None, 'cpu', 'cuda', 'cuda:N', an int or a torch.device")
+    if isinstance(device, int):
+        if device < 0:
+            raise ValueError(f"device ordinal {device} is negative")
+        return device
+    kind, index = str(device), None
+    if hasattr(device, "type") and hasattr(device, "index"):  # torch.device
+        kind, index = device.type, device.index
+    elif kind.startswith("cuda:"):
+        kind, index = "cuda", kind[5:]
+        if not index.isdigit():
+            raise ValueError(f"unknown device {device!r}")
+        index = int(index)
+    if kind in ("cpu", "host"):
+        return "cpu"
+    if kind != "cuda":
+        raise ValueError(f"unknown device {device!r} (use None, 'cpu', 'cuda', 'cuda:N' or an int)")
+    if index is not None:
+        return index
+    count = _device_count()
+    if count == 0:
+        raise _error(_ushmem.ERR_UNSUPPORTED, "device='cuda': no CUDA device is visible")
+    return (local_rank() or 0) % count
+
+
+class _DeviceEnv:
+    """Environment for the library's init: USHMEM_DEVICE (raw init) or, for 'cpu',
+    USHMEM_TRANSPORTS without cuda; restored afterwards."""
+
+    def __init__(self, dev, set_device_var):
+        self.vars = {}
+        if dev == "cpu":
+            cur = [t for t in _os.environ.get("USHMEM_TRANSPORTS", "shm").split(",")
+                   if t.strip() and t.strip() != "cuda"]
+            self.vars["USHMEM_TRANSPORTS"] = ",".join(cur) or "shm"
+        elif dev is not None and set_device_var:
+            self.vars["USHMEM_DEVICE"] = str(dev)
+
+    def __enter__(self):
+        self.saved = {k: _os.environ.get(k) for k in self.vars}
+        _os.environ.update(self.vars)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                _os.environ.pop(k, None)
+            else:
+                _os.environ[k] = v
+
+
+def _after_init():
+    """Point torch (if imported, with CUDA) at the device the library bound."""
+    dev = _ushmem.cuda_device()
+    torch = _torch_cuda()
+    if dev is not None and torch is not None and torch.cuda.current_device() != dev:
+        torch.cuda.set_device(dev)
 
 
 class TeamConfig:
@@ -96,20 +188,37 @@ def init_method():
     return _init_method if _ushmem.is_initialized() else None
 
 
-def init(thread_level=None):
+def init(thread_level=None, device=None):
     """Initialize from the launcher's environment (ushrun, torchrun, or alone: 1 PE).
 
-    Under mpirun use init_with_mpi(). Returns the thread level provided."""
+    device: the CUDA device to bind ('cuda', 'cuda:N', N or a torch.device), 'cpu' for
+    none, or None: USHMEM_DEVICE, else LOCAL_RANK modulo the device count (when torch is
+    imported with CUDA, or by the library itself), else none. Under mpirun use
+    init_with_mpi(). Returns the thread level provided."""
     global _init_method
-    provided = _c_init(thread_level=thread_level)
+    if _ushmem.is_initialized():
+        raise _error(_ushmem.ERR_STATE, "init: ushmem is already initialized (finalize it first)")
+    dev = _resolve_device(device)
+    with _DeviceEnv(dev, set_device_var=True):
+        provided = _c_init(thread_level=thread_level)
     _init_method = "raw"
+    _after_init()
     return provided
 
 
+def _init_attr(rank, nranks, uid, device, thread_level, nccl=False):
+    dev = _resolve_device(device, nccl)
+    with _DeviceEnv(dev, set_device_var=False):
+        _c_init_attr(rank, nranks, uid, device=None if dev in (None, "cpu") else dev,
+                     thread_level=thread_level)
+    _after_init()
+
+
 def init_attr(rank, nranks, uid, device=None, thread_level=None):
-    """Initialize with a unique id from get_uniqueid() on rank 0, shipped to all ranks."""
+    """Initialize with a unique id from get_uniqueid() on rank 0, shipped to all ranks.
+    device: as for init() (shmemx_init_attr's attr.device)."""
     global _init_method
-    _c_init_attr(rank, nranks, uid, device=device, thread_level=thread_level)
+    _init_attr(rank, nranks, uid, device, thread_level)
     _init_method = "attr"
 
 
@@ -152,9 +261,10 @@ def _uid_failed(rank):
                   f"rank 0 could not create a unique id (see its error); rank {rank} gives up")
 
 
-def init_with_torch(group=None, thread_level=None):
+def init_with_torch(group=None, thread_level=None, device=None):
     """Initialize over a torch.distributed process group (gloo or nccl): rank 0 of the
-    group makes a unique id, the group broadcasts it, every rank calls init_attr."""
+    group makes a unique id, the group broadcasts it, every rank calls init_attr.
+    device: as for init(); None with an nccl group binds torch's current device."""
     global _init_method
     try:
         import torch
@@ -194,7 +304,7 @@ def init_with_torch(group=None, thread_level=None):
     uid = bytes(t.cpu().tolist())
     if not any(uid):
         raise _uid_failed(rank)
-    _c_init_attr(rank, nranks, uid, device=None, thread_level=thread_level)
+    _init_attr(rank, nranks, uid, device, thread_level, nccl=backend == "nccl" and device is None)
     _init_method = "torch"
 
 
@@ -203,9 +313,9 @@ def finalize_with_torch():
     finalize()
 
 
-def init_with_mpi(comm=None, thread_level=None):
+def init_with_mpi(comm=None, thread_level=None, device=None):
     """Initialize over an mpi4py communicator (default COMM_WORLD): rank 0 makes a unique
-    id, comm.bcast ships it, every rank calls init_attr."""
+    id, comm.bcast ships it, every rank calls init_attr. device: as for init()."""
     global _init_method
     try:
         from mpi4py import MPI
@@ -227,7 +337,7 @@ def init_with_mpi(comm=None, thread_level=None):
         raise failure
     if uid is None:
         raise _uid_failed(rank)
-    _c_init_attr(rank, nranks, uid, device=None, thread_level=thread_level)
+    _init_attr(rank, nranks, uid, device, thread_level)
     _init_method = "mpi"
 
 

@@ -18,12 +18,17 @@
  * internal region at the start of the heap, freed blocks and ranges that run
  * past an allocation are all refused), and what finalize() reports as leaks.
  *
- * Device (CUDA) memory is recognized (torch CUDA tensors,
- * __cuda_array_interface__, device= arguments, non-null streams) and refused
- * with ERR_UNSUPPORTED until the library grows its CUDA transport. */
+ * Device (CUDA) memory: when the library has a CUDA device bound (found out
+ * once, collectively, at init: see probe_device), create_buffer(device=...)
+ * allocates on the device heap, device memory is accepted wherever the C API
+ * accepts it, and the _on_stream forms call the C shmemx_*_on_stream routines
+ * with the caller's stream. The CUDA driver is never linked: pointer queries
+ * go through the libcuda.so.1 the library loaded. Without a bound device,
+ * device memory and non-NULL streams are refused with ERR_UNSUPPORTED. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
@@ -136,8 +141,10 @@ static int err_not_init(const char *fn)
 static int err_no_cuda(const char *fn, const char *what)
 {
     return err(ERR_UNSUPPORTED,
-               "%s: %s needs CUDA support, which is not built into this ushmem "
-               "(host memory only)",
+               "%s: %s needs a CUDA device bound to ushmem on this PE, and none is (pass "
+               "device= to init / init_attr / init_with_torch / init_with_mpi, or set "
+               "USHMEM_DEVICE or LOCAL_RANK before init; USHMEM_TRANSPORTS, if set, must "
+               "include cuda)",
                fn, what);
 }
 
@@ -191,6 +198,168 @@ static void refresh_init_cache(void)
     } else {
         g_me = g_npes = -1;
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* CUDA: the bound device and a few driver queries                           */
+/* ------------------------------------------------------------------------ */
+
+/* The CUDA device the library bound on this PE (-1: none), and one live
+ * device-heap address (for "is PE k's device heap mapped here" checks).
+ * Set by probe_device() after every successful init, cleared at finalize. */
+static int g_dev = -1;
+static void *g_dev_probe;
+
+/* Driver entry points, looked up in the libcuda.so.1 already loaded into the
+ * process (by the library, or by torch); the binding never loads CUDA itself
+ * except in _cuda_device_count(). Values are the CUDA 12 ABI's. */
+enum {
+    CU_PA_MEMORY_TYPE = 2,
+    CU_PA_DEVICE_ORDINAL = 9,
+    CU_MT_DEVICE = 2,
+};
+typedef int (*cu_ptr_attrs_fn)(unsigned n, int *attrs, void **data, unsigned long long ptr);
+typedef int (*cu_ctx_get_device_fn)(int *dev);
+typedef int (*cu_init_fn)(unsigned flags);
+typedef int (*cu_device_get_count_fn)(int *n);
+static struct {
+    cu_ptr_attrs_fn ptr_attrs;
+    cu_ctx_get_device_fn ctx_get_device;
+} g_cu;
+
+static int cu_lookup(int load)
+{
+    if (g_cu.ptr_attrs)
+        return 1;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | (load ? 0 : RTLD_NOLOAD));
+    if (!h)
+        return 0;
+    g_cu.ptr_attrs = (cu_ptr_attrs_fn)dlsym(h, "cuPointerGetAttributes");
+    g_cu.ctx_get_device = (cu_ctx_get_device_fn)dlsym(h, "cuCtxGetDevice");
+    return g_cu.ptr_attrs != NULL; /* the handle stays open: it is the process's libcuda */
+}
+
+/* CUDA device ordinal of the memory at p, or -1 (host memory, unknown, or no CUDA). */
+static int mem_device(const void *p)
+{
+    if (!p || !cu_lookup(0))
+        return -1;
+    unsigned type = 0;
+    int attr = CU_PA_MEMORY_TYPE, ord = -1;
+    void *data[1] = {&type};
+    if (g_cu.ptr_attrs(1, &attr, data, (unsigned long long)(uintptr_t)p) != 0 ||
+        type != CU_MT_DEVICE)
+        return -1;
+    attr = CU_PA_DEVICE_ORDINAL;
+    data[0] = &ord;
+    if (g_cu.ptr_attrs(1, &attr, data, (unsigned long long)(uintptr_t)p) != 0 || ord < 0) {
+        /* the library made its device's context current on the init thread */
+        if (!g_cu.ctx_get_device || g_cu.ctx_get_device(&ord) != 0 || ord < 0)
+            ord = 0;
+    }
+    return ord;
+}
+
+/* Collective, right after init: is the device heap there? The C API has no
+ * query for it (see python/README.md, "C API gaps"), so allocate one byte with
+ * SHMEMX_MALLOC_DEVICE (host memory comes back when no device is bound) and
+ * look at what came back. A device block is kept for peer-mapping checks. */
+static void probe_device(void)
+{
+    g_dev = -1;
+    g_dev_probe = NULL;
+    void *p;
+    Py_BEGIN_ALLOW_THREADS;
+    p = shmem_malloc_with_hints(1, SHMEMX_MALLOC_DEVICE);
+    int d = p ? mem_device(p) : -1;
+    if (d >= 0) {
+        g_dev = d;
+        g_dev_probe = p;
+    } else if (p) {
+        shmem_free(p);
+    }
+    Py_END_ALLOW_THREADS;
+}
+
+/* Is PE pe's device heap mapped in this process? (Stream-ordered barriers and
+ * device collectives need every member's.) */
+static inline int dev_heap_mapped(int pe)
+{
+    return g_dev_probe && shmem_ptr(g_dev_probe, pe) != NULL;
+}
+
+/* The stream argument of the _on_stream forms: None -> NULL (C's meaning: the
+ * legacy default stream for device memory, "now" for host memory), an int
+ * handle (1 and 2 are CUDA's legacy and per-thread default streams), or an
+ * object with __cuda_stream__(), .cuda_stream (torch.cuda.Stream), .ptr
+ * (cupy) or .handle. A non-NULL stream needs a bound device. */
+static int parse_stream(PyObject *o, void **out, const char *fn)
+{
+    *out = NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    PyObject *h = NULL;
+    if (PyLong_Check(o)) {
+        h = Py_NewRef(o);
+    } else {
+        PyObject *m;
+        int r = lookup_attr(o, "__cuda_stream__", &m);
+        if (r < 0)
+            return -1;
+        if (r) {
+            PyObject *t = PyCallable_Check(m) ? PyObject_CallNoArgs(m) : Py_NewRef(m);
+            Py_DECREF(m);
+            if (!t)
+                return -1;
+            if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2)
+                h = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+            Py_DECREF(t);
+        } else {
+            static const char *const names[] = {"cuda_stream", "ptr", "handle"};
+            for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
+                if (lookup_attr(o, names[i], &h) < 0)
+                    return -1;
+        }
+        if (h && !PyLong_Check(h) && h != Py_None) { /* ctypes.c_void_p and the like */
+            PyObject *v;
+            int r2 = lookup_attr(h, "value", &v);
+            if (r2 < 0) {
+                Py_DECREF(h);
+                return -1;
+            }
+            if (r2)
+                Py_SETREF(h, v);
+        }
+        if (!h || (!PyLong_Check(h) && h != Py_None)) {
+            Py_XDECREF(h);
+            PyErr_Format(PyExc_TypeError,
+                         "%s: stream must be None, an int handle, a torch.cuda.Stream or an "
+                         "object with __cuda_stream__ / .cuda_stream / .ptr, not %.100s",
+                         fn, Py_TYPE(o)->tp_name);
+            return -1;
+        }
+    }
+    if (h == Py_None) {
+        Py_DECREF(h);
+        return 0;
+    }
+    long long sign = PyLong_AsLongLong(h);
+    if (sign == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* above LLONG_MAX: a valid unsigned handle */
+        sign = 1;
+    }
+    void *p = sign < 0 ? NULL : PyLong_AsVoidPtr(h);
+    Py_DECREF(h);
+    if (sign < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: stream handle %lld is negative", fn, sign);
+        return -1;
+    }
+    if (!p && PyErr_Occurred())
+        return -1;
+    if (p && g_dev < 0)
+        return err_no_cuda(fn, "a CUDA stream");
+    *out = p;
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -291,21 +460,6 @@ static int check_nargs(Py_ssize_t nargs, Py_ssize_t lo, Py_ssize_t hi, const cha
     return -1;
 }
 
-/* stream argument of the _on_stream forms: None (or 0) means "now, in
- * program order" on host memory; a real stream needs CUDA. */
-static int check_stream(PyObject *stream, const char *fn)
-{
-    if (stream == NULL || stream == Py_None)
-        return 0;
-    if (PyLong_Check(stream)) {
-        long long v = PyLong_AsLongLong(stream);
-        if (v == 0 && !PyErr_Occurred())
-            return 0;
-        PyErr_Clear();
-    }
-    return err_no_cuda(fn, "a stream argument");
-}
-
 /* ------------------------------------------------------------------------ */
 /* Allocation table: every live symmetric allocation made through ushmem     */
 /* ------------------------------------------------------------------------ */
@@ -318,6 +472,8 @@ typedef struct {
     uintptr_t addr;
     size_t size;
     int kind;
+    int device;      /* -1 host heap, else the CUDA ordinal of the device heap */
+    void *base;      /* what shmem_free takes (differs from addr for align()) */
     PyObject *owner; /* weak reference to the owning SymmetricBuffer, or NULL */
 } alloc_t;
 
@@ -359,7 +515,7 @@ static Py_ssize_t alloc_near(uintptr_t a)
     return alloc_find(a, 1);
 }
 
-static int alloc_add(void *p, size_t size, int kind, PyObject *owner)
+static int alloc_add(void *p, size_t size, int kind, PyObject *owner, int device, void *base)
 {
     if (g_nallocs == g_cap_allocs) {
         size_t cap = g_cap_allocs ? 2 * g_cap_allocs : 64;
@@ -380,7 +536,7 @@ static int alloc_add(void *p, size_t size, int kind, PyObject *owner)
         g_allocs[i] = g_allocs[i - 1];
         i--;
     }
-    g_allocs[i] = (alloc_t){a, size, kind, ref};
+    g_allocs[i] = (alloc_t){a, size, kind, device, base ? base : p, ref};
     g_nallocs++;
     return 0;
 }
@@ -463,60 +619,105 @@ static SymBuf *symbuf_new(char *ptr, char *sym, size_t nbytes, SymBuf *owner, in
     return b;
 }
 
-/* device= argument: None / "cpu" -> -1; anything naming CUDA -> error. */
+/* device= argument: None / "cpu" -> -1 (host heap); "cuda", torch.device("cuda")
+ * -> DEV_ANY (the bound device); "cuda:N", torch.device("cuda", N), N -> N. */
+#define DEV_ANY (-2)
 static int parse_device(PyObject *dev, int *out, const char *fn)
 {
     if (dev == NULL || dev == Py_None) {
         *out = -1;
         return 0;
     }
-    PyObject *s = PyObject_Str(dev); /* works for str, torch.device, ints */
+    if (PyLong_Check(dev) && !PyBool_Check(dev)) {
+        int v;
+        if (as_int(dev, &v, fn, "device"))
+            return -1;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: device ordinal %d is negative", fn, v);
+            return -1;
+        }
+        *out = v;
+        return 0;
+    }
+    PyObject *s = PyObject_Str(dev); /* str and torch.device */
     if (!s)
         return -1;
     const char *txt = PyUnicode_AsUTF8(s);
-    int is_cpu = txt && (!strcmp(txt, "cpu") || !strcmp(txt, "host"));
-    int is_cuda = txt && (!strncmp(txt, "cuda", 4) || PyLong_Check(dev));
-    Py_DECREF(s);
-    if (!txt)
-        return -1;
-    if (is_cpu) {
+    int rc = -1;
+    if (!txt) {
+        /* error set */
+    } else if (!strcmp(txt, "cpu") || !strcmp(txt, "host")) {
         *out = -1;
-        return 0;
+        rc = 0;
+    } else if (!strcmp(txt, "cuda")) {
+        *out = DEV_ANY;
+        rc = 0;
+    } else if (!strncmp(txt, "cuda:", 5) && txt[5] >= '0' && txt[5] <= '9') {
+        char *end;
+        long v = strtol(txt + 5, &end, 10);
+        if (!*end && v <= INT_MAX) {
+            *out = (int)v;
+            rc = 0;
+        }
     }
-    if (is_cuda)
-        return err_no_cuda(fn, "device memory");
-    PyErr_Format(PyExc_ValueError, "%s: unknown device %R (use None, 'cpu' or 'cuda[:N]')", fn,
-                 dev);
-    return -1;
+    Py_DECREF(s);
+    if (rc && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError,
+                     "%s: unknown device %R (use None, 'cpu', 'cuda', 'cuda:N' "
+                     "or an ordinal)",
+                     fn, dev);
+    return rc;
 }
 
-static PyObject *symbuf_alloc(size_t nbytes, int zero, const char *fn)
+/* A device= request against the bound device: 0 and *ord set, or an exception. */
+static int resolve_device(int req, int *ord, const char *fn)
+{
+    if (g_dev < 0)
+        return err_no_cuda(fn, "device memory");
+    if (req != DEV_ANY && req != g_dev)
+        return err(ERR_INVALID,
+                   "%s: ushmem's device heap is on cuda:%d; device memory on cuda:%d is not "
+                   "available (one device per PE: choose it at init)",
+                   fn, g_dev, req);
+    *ord = g_dev;
+    return 0;
+}
+
+static PyObject *symbuf_alloc(size_t nbytes, int zero, int device, const char *fn)
 {
     if (require_init(fn))
+        return NULL;
+    if (device != -1 && resolve_device(device, &device, fn))
         return NULL;
     if (nbytes == 0) {
         PyErr_Format(PyExc_ValueError, "%s: nbytes must be > 0", fn);
         return NULL;
     }
-    /* Host memory explicitly: with a CUDA device bound, plain shmem_malloc
-     * defaults to the device heap. */
     void *p;
     Py_BEGIN_ALLOW_THREADS;
-    p = shmem_malloc_with_hints(nbytes, SHMEMX_MALLOC_HOST);
-    if (p && zero) {
-        memset(p, 0, nbytes);
-        shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
+    if (device >= 0) {
+        /* The device heap (a device is bound: shmem_calloc defaults to it). */
+        p = zero ? shmem_calloc(1, nbytes) : shmem_malloc_with_hints(nbytes, SHMEMX_MALLOC_DEVICE);
+    } else {
+        /* Host memory explicitly: with a CUDA device bound, plain shmem_malloc
+         * defaults to the device heap. */
+        p = shmem_malloc_with_hints(nbytes, SHMEMX_MALLOC_HOST);
+        if (p && zero) {
+            memset(p, 0, nbytes);
+            shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
+        }
     }
     Py_END_ALLOW_THREADS;
     if (!p) {
         err(ERR_NOMEM,
-            "%s: cannot allocate %zu symmetric bytes: the symmetric heap is exhausted "
-            "(raise SHMEM_SYMMETRIC_SIZE, or free buffers)",
-            fn, nbytes);
+            "%s: cannot allocate %zu symmetric bytes: the %s is exhausted "
+            "(raise %s, or free buffers)",
+            fn, nbytes, device >= 0 ? "device symmetric heap" : "symmetric heap",
+            device >= 0 ? "USHMEM_DEVICE_HEAP_SIZE" : "SHMEM_SYMMETRIC_SIZE");
         return NULL;
     }
-    SymBuf *b = symbuf_new(p, p, nbytes, NULL, 1, g_me, -1);
-    if (!b || alloc_add(p, nbytes, ALLOC_BUFFER, (PyObject *)b) < 0) {
+    SymBuf *b = symbuf_new(p, p, nbytes, NULL, 1, g_me, device);
+    if (!b || alloc_add(p, nbytes, ALLOC_BUFFER, (PyObject *)b, device, NULL) < 0) {
         /* Keep the collective contract: the memory stays allocated and is
          * reported at finalize rather than freed on this PE only. */
         Py_XDECREF(b);
@@ -539,7 +740,7 @@ static PyObject *SymBuf_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (as_size(nobj, &n, "SymmetricBuffer", "nbytes") ||
         parse_device(dev, &device, "SymmetricBuffer"))
         return NULL;
-    return symbuf_alloc(n, zero, "SymmetricBuffer");
+    return symbuf_alloc(n, zero, device, "SymmetricBuffer");
 }
 
 static void SymBuf_finalize(PyObject *self)
@@ -683,7 +884,9 @@ static PyObject *SymBuf_subscript(PyObject *self, PyObject *key)
         return NULL;
     }
     if (b->device >= 0) {
-        err_no_cuda("SymmetricBuffer[]", "device memory");
+        err(ERR_UNSUPPORTED,
+            "SymmetricBuffer[]: this is CUDA device memory; read it through a tensor "
+            "(__cuda_array_interface__ / __dlpack__) or getmem");
         return NULL;
     }
     return PyLong_FromLong(((unsigned char *)b->ptr)[i]);
@@ -772,9 +975,13 @@ static PyObject *SymBuf_cuda_array_interface(PyObject *self, void *c)
     }
     if (symbuf_check_alive(b, "__cuda_array_interface__"))
         return NULL;
-    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:i}", "shape", (Py_ssize_t)b->nbytes, "typestr",
-                         "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False, "strides", Py_None,
-                         "version", 3);
+    /* "stream": None: ushmem does not know which stream last wrote the buffer
+     * (stream-ordered operations run on the caller's streams), so consumers are
+     * not asked to synchronize: order them after the ushmem operations yourself
+     * (same stream, an event, or a synchronize). */
+    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:O,s:i}", "shape", (Py_ssize_t)b->nbytes,
+                         "typestr", "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False, "strides",
+                         Py_None, "stream", Py_None, "version", 3);
 }
 
 /* ---- DLPack (ABI of dlpack.h v0.x, as torch 1.13 and numpy 1.22+ consume) ---- */
@@ -829,9 +1036,13 @@ static void dl_capsule_destructor(PyObject *cap)
 
 static PyObject *SymBuf_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"stream", NULL};
-    PyObject *stream = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O:__dlpack__", kwlist, &stream))
+    /* Array API 2023 keywords: stream, max_version, dl_device, copy. The
+     * capsule is always the unversioned "dltensor" (the consumer's max_version
+     * allows it: every consumer of versioned capsules reads both). */
+    static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    PyObject *stream = Py_None, *maxv = Py_None, *dl_device = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO:__dlpack__", kwlist, &stream, &maxv,
+                                     &dl_device, &copy))
         return NULL;
     SymBuf *b = (SymBuf *)self;
     if (symbuf_check_alive(b, "__dlpack__"))
@@ -840,6 +1051,33 @@ static PyObject *SymBuf_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "__dlpack__: stream must be None for host memory");
         return NULL;
     }
+    /* Device memory: stream is the consumer's stream (an int; 1 legacy default,
+     * 2 per-thread default). ushmem does not track which stream wrote the
+     * buffer, so there is nothing to order it after: the caller orders its
+     * streams (same as __cuda_array_interface__'s "stream": None). */
+    if (b->device >= 0 && stream != Py_None && !PyLong_Check(stream)) {
+        PyErr_SetString(PyExc_TypeError, "__dlpack__: stream must be None or an int");
+        return NULL;
+    }
+    if (copy != Py_None && PyObject_IsTrue(copy)) {
+        PyErr_SetString(PyExc_BufferError,
+                        "__dlpack__: copy=True is not supported (the point is sharing)");
+        return NULL;
+    }
+    if (dl_device != Py_None) {
+        int t = -1, id = -1;
+        if (!PyArg_ParseTuple(dl_device, "ii:dl_device", &t, &id))
+            return NULL;
+        int mt = b->device >= 0 ? kDLCUDA : kDLCPU, mid = b->device >= 0 ? b->device : 0;
+        if (t != mt || id != mid) {
+            PyErr_Format(PyExc_BufferError,
+                         "__dlpack__: the buffer is on device (%d, %d), not (%d, %d); ushmem "
+                         "does not copy",
+                         mt, mid, t, id);
+            return NULL;
+        }
+    }
+    (void)maxv;
     dl_holder_t *h = PyMem_RawCalloc(1, sizeof *h);
     if (!h)
         return PyErr_NoMemory();
@@ -1084,11 +1322,10 @@ static int span_get(PyObject *o, span_t *s, int writable, const char *fn, const 
     return -1;
 }
 
-/* [sym, sym+n) must lie in one live symmetric allocation made through ushmem. */
-static int check_sym_span(const span_t *s, size_t n, const char *fn, const char *what)
+/* [sym, sym+n) must lie in one live symmetric allocation made through ushmem.
+ * Sets s->device from the allocation (host heap or device heap). */
+static int check_sym_span(span_t *s, size_t n, const char *fn, const char *what)
 {
-    if (s->device >= 0)
-        return err_no_cuda(fn, "device memory");
     if (s->buf) {
         if (n > s->buf->nbytes) {
             PyErr_Format(PyExc_ValueError, "%s: %s is a SymmetricBuffer of %zu bytes; %zu needed",
@@ -1104,9 +1341,12 @@ static int check_sym_span(const span_t *s, size_t n, const char *fn, const char 
         PyErr_Format(PyExc_ValueError, "%s: %s has %zu bytes; %zu needed", fn, what, s->len, n);
         return -1;
     }
-    if (LIKELY(alloc_find(a, n) >= 0))
+    Py_ssize_t i = alloc_find(a, n);
+    if (LIKELY(i >= 0)) {
+        s->device = g_allocs[i].device;
         return 0;
-    Py_ssize_t i = alloc_near(a);
+    }
+    i = alloc_near(a);
     if (i >= 0) {
         const alloc_t *e = &g_allocs[i];
         return err(ERR_NOTSYM,
@@ -1115,16 +1355,16 @@ static int check_sym_span(const span_t *s, size_t n, const char *fn, const char 
                    fn, what, n, (void *)a, (void *)e->addr, e->size);
     }
     return err(ERR_NOTSYM,
-               "%s: %s (%p, %zu bytes) is not in a live symmetric allocation "
+               "%s: %s (%s%p, %zu bytes) is not in a live symmetric allocation "
                "(allocate it with ushmem.create_buffer(), ushmem.malloc() or the "
                "interop helpers)",
-               fn, what, (void *)a, n);
+               fn, what, s->device >= 0 ? "CUDA memory at " : "", (void *)a, n);
 }
 
 static int check_local_span(const span_t *s, size_t n, const char *fn, const char *what)
 {
-    if (s->device >= 0)
-        return err_no_cuda(fn, "device memory");
+    if (s->device >= 0 && g_dev < 0)
+        return err_no_cuda(fn, "CUDA device memory");
     if (s->len != SIZE_MAX && n > s->len) {
         PyErr_Format(PyExc_ValueError, "%s: %s has %zu bytes; %zu needed", fn, what, s->len, n);
         return -1;
@@ -1143,6 +1383,43 @@ static int check_reach(int pe, const char *fn)
         return 0;
     return err(ERR_UNREACHABLE, "%s: PE %d is not reachable from PE %d by any transport", fn, pe,
                g_me);
+}
+
+/* A symmetric span on the device heap: PE pe's copy must be mapped here (a
+ * peer on a GPU without peer access to this PE's is not). Host spans: 0. */
+static int check_sym_mapped(const span_t *s, int pe, const char *fn, const char *what)
+{
+    if (s->device < 0 || LIKELY(shmem_ptr(s->sym, pe) != NULL))
+        return 0;
+    return err(ERR_UNREACHABLE,
+               "%s: %s: PE %d's device heap is not mapped in PE %d's process (its GPU has no "
+               "peer access to this one, or it runs on another host)",
+               fn, what, pe, g_me);
+}
+
+/* Stream-ordered synchronization and device collectives need every team
+ * member's device heap (and, for device buffers, their copies) mapped here. */
+static int check_team_mapped(shmem_team_t t, const span_t *d, const span_t *s, int heaps,
+                             const char *fn)
+{
+    if (g_dev < 0)
+        return 0;
+    int n = shmem_team_n_pes(t);
+    for (int i = 0; i < n; i++) {
+        int pe = shmem_team_translate_pe(t, i, SHMEM_TEAM_WORLD);
+        if (pe < 0)
+            continue;
+        if (heaps && !dev_heap_mapped(pe))
+            return err(ERR_UNREACHABLE,
+                       "%s: PE %d's device heap is not mapped in PE %d's process: stream-ordered "
+                       "synchronization needs every team member on this host, on GPUs with "
+                       "peer access",
+                       fn, pe, g_me);
+        if ((d && check_sym_mapped(d, pe, fn, "dest")) ||
+            (s && check_sym_mapped(s, pe, fn, "source")))
+            return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1192,6 +1469,7 @@ static PyObject *py_init(PyObject *self, PyObject *args, PyObject *kwds)
                            "under mpirun");
         return NULL;
     }
+    probe_device();
     return PyLong_FromLong(provided);
 }
 
@@ -1240,16 +1518,16 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
                      rank, nranks);
         return NULL;
     }
+    device = -1;
     if (dev != Py_None) {
-        long long d;
-        if (as_longlong(dev, &d, "init_attr", "device"))
+        if (as_int(dev, &device, "init_attr", "device"))
             return NULL;
-        if (d >= 0) {
-            err_no_cuda("init_attr", "device=");
+        if (device < -1) {
+            PyErr_Format(PyExc_ValueError, "init_attr: device %d: use an ordinal, or -1 / None",
+                         device);
             return NULL;
         }
     }
-    device = -1;
     shmemx_init_attr_t attr = SHMEMX_INIT_ATTR_INITIALIZER;
     attr.device = device;
     attr.thread_level = level;
@@ -1260,6 +1538,7 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
     refresh_init_cache();
     if (check_status(rc, "init_attr"))
         return NULL;
+    probe_device();
     Py_RETURN_NONE;
 }
 
@@ -1311,11 +1590,40 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     }
     alloc_clear();
     g_gen++;
+    g_dev = -1;
+    g_dev_probe = NULL; /* the device heap goes with the library */
     Py_BEGIN_ALLOW_THREADS;
     shmem_finalize();
     Py_END_ALLOW_THREADS;
     refresh_init_cache();
     Py_RETURN_NONE;
+}
+
+/* cuda_device() -> ordinal of the CUDA device bound to ushmem on this PE, or None. */
+static PyObject *py_cuda_device(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!initialized() || g_dev < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(g_dev);
+}
+
+/* _cuda_device_count() -> CUDA devices visible to this process (0 without a
+ * usable driver). Loads libcuda.so.1 if it is not loaded yet. */
+static PyObject *py_cuda_device_count(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    int n = 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+        cu_init_fn init = (cu_init_fn)dlsym(h, "cuInit");
+        cu_device_get_count_fn count = (cu_device_get_count_fn)dlsym(h, "cuDeviceGetCount");
+        if (!init || !count || init(0) != 0 || count(&n) != 0)
+            n = 0;
+    }
+    return PyLong_FromLong(n);
 }
 
 static PyObject *py_is_initialized(PyObject *self, PyObject *unused)
@@ -1378,7 +1686,9 @@ static PyObject *py_addr_accessible(PyObject *self, PyObject *const *args, Py_ss
         as_int(args[1], &pe, "addr_accessible", "pe") ||
         span_get(args[0], &s, 0, "addr_accessible", "addr"))
         return NULL;
-    int r = s.device < 0 && alloc_find((uintptr_t)s.sym, 1) >= 0 && shmem_pe_accessible(pe);
+    Py_ssize_t i = alloc_find((uintptr_t)s.sym, 1);
+    int r = i >= 0 && pe >= 0 && pe < g_npes &&
+            (g_allocs[i].device >= 0 ? shmem_ptr(s.sym, pe) != NULL : shmem_pe_accessible(pe));
     span_release(&s);
     return PyBool_FromLong(r);
 }
@@ -1433,7 +1743,7 @@ static PyObject *py_create_buffer(PyObject *self, PyObject *args, PyObject *kwds
     return SymBuf_new(&SymBufType, args, kwds);
 }
 
-static PyObject *raw_result(void *p, size_t n, const char *fn)
+static PyObject *raw_result(void *p, size_t n, const char *fn, int device, void *base)
 {
     if (!p) {
         if (n == 0)
@@ -1444,7 +1754,7 @@ static PyObject *raw_result(void *p, size_t n, const char *fn)
             fn, n);
         return NULL;
     }
-    if (alloc_add(p, n, ALLOC_RAW, NULL) < 0)
+    if (alloc_add(p, n, ALLOC_RAW, NULL, device, base) < 0)
         return NULL;
     return PyLong_FromVoidPtr(p);
 }
@@ -1459,7 +1769,7 @@ static PyObject *py_malloc(PyObject *self, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS;
     p = shmem_malloc_with_hints(n, SHMEMX_MALLOC_HOST); /* host even with a CUDA device bound */
     Py_END_ALLOW_THREADS;
-    return raw_result(p, n, "malloc");
+    return raw_result(p, n, "malloc", -1, NULL);
 }
 
 static PyObject *py_calloc(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1482,7 +1792,7 @@ static PyObject *py_calloc(PyObject *self, PyObject *const *args, Py_ssize_t nar
         shmem_sync_all(); /* nobody writes into a peer's block before it is zeroed */
     }
     Py_END_ALLOW_THREADS;
-    return raw_result(p, count * size, "calloc");
+    return raw_result(p, count * size, "calloc", -1, NULL);
 }
 
 static PyObject *py_align(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1498,10 +1808,24 @@ static PyObject *py_align(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_Format(PyExc_ValueError, "align: alignment %zu is not a power of two", alignment);
         return NULL;
     }
+    void *base = NULL;
+    int device = -1;
     Py_BEGIN_ALLOW_THREADS;
-    p = shmem_align(alignment, n);
+    if (g_dev < 0 || n == 0 || alignment > 4096 || alignment > SIZE_MAX - n) {
+        /* With a device bound this is device memory (see below). */
+        p = shmem_align(alignment, n);
+        device = g_dev >= 0 ? mem_device(p) : -1;
+    } else {
+        /* With a device bound shmem_align allocates device memory, and the C
+         * API has no aligned allocation with a memory-kind hint: over-allocate
+         * host memory and align inside it. The heap's base is page-aligned on
+         * every PE, so up to 4 KiB the padding is the same everywhere and the
+         * result symmetric. */
+        base = shmem_malloc_with_hints(n + alignment - 1, SHMEMX_MALLOC_HOST);
+        p = base ? (void *)(((uintptr_t)base + alignment - 1) & ~(uintptr_t)(alignment - 1)) : NULL;
+    }
     Py_END_ALLOW_THREADS;
-    return raw_result(p, n, "align");
+    return raw_result(p, n, "align", device, base);
 }
 
 static PyObject *py_free(PyObject *self, PyObject *arg)
@@ -1535,6 +1859,7 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
         err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()", p);
         return NULL;
     }
+    p = g_allocs[i].base;
     alloc_remove(i);
     Py_BEGIN_ALLOW_THREADS;
     shmem_free(p);
@@ -1588,9 +1913,9 @@ static PyObject *py_get_peer_buffer(PyObject *self, PyObject *const *args, Py_ss
     if (!p) {
         err(ERR_UNREACHABLE,
             "%s: PE %d's copy is not mapped in PE %d's address space (it runs "
-            "on another host or its memory is not shared here); use "
+            "on another host, or its %s memory is not shared here); use "
             "getmem/putmem instead",
-            fn, pe, g_me);
+            fn, pe, g_me, s.device >= 0 ? "device" : "host");
         return NULL;
     }
     SymBuf *owner = s.buf ? s.buf : NULL;
@@ -1602,7 +1927,7 @@ static PyObject *py_get_peer_buffer(PyObject *self, PyObject *const *args, Py_ss
                 owner = (SymBuf *)o;
         }
     }
-    return (PyObject *)symbuf_new(p, s.sym, n, owner, 0, pe, -1);
+    return (PyObject *)symbuf_new(p, s.sym, n, owner, 0, pe, s.device);
 }
 
 static PyObject *py_get_heap_bases(PyObject *self, PyObject *arg)
@@ -1660,7 +1985,10 @@ static PyObject *py_buffer_register(PyObject *self, PyObject *const *args, Py_ss
         n = s.len;
     }
     if (s.device >= 0) {
-        err_no_cuda(fn, "device memory");
+        err(ERR_UNSUPPORTED,
+            "%s: CUDA device memory cannot be registered (the library registers host "
+            "buffers); device memory works as the local side of transfers as it is",
+            fn);
         return NULL;
     }
     if (!s.ptr || n == 0) {
@@ -1743,15 +2071,18 @@ static PyObject *py_owner_of(PyObject *self, PyObject *arg)
 
 enum { RMA_PUT, RMA_GET, RMA_PUT_NBI, RMA_GET_NBI };
 
+/* stream: NULL for the blocking / nbi forms; for the _on_stream forms the
+ * stream argument (Py_None when omitted). */
 static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyObject *peobj,
                      PyObject *stream, const char *fn)
 {
     size_t n;
     int pe;
     span_t d, s;
+    void *st = NULL;
     int is_put = op == RMA_PUT || op == RMA_PUT_NBI;
-    if (as_size(nobj, &n, fn, "nbytes") || check_pe(peobj, &pe, fn) || check_stream(stream, fn) ||
-        check_reach(pe, fn))
+    if (as_size(nobj, &n, fn, "nbytes") || check_pe(peobj, &pe, fn) ||
+        parse_stream(stream, &st, fn) || check_reach(pe, fn))
         return NULL;
     if (span_get(dobj, &d, !is_put, fn, "dest"))
         return NULL;
@@ -1759,10 +2090,22 @@ static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyO
         span_release(&d);
         return NULL;
     }
-    int bad = is_put ? check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source")
-                     : check_local_span(&d, n, fn, "dest") || check_sym_span(&s, n, fn, "source");
-    if (!bad) {
-        if (n < GIL_RELEASE_BYTES) {
+    int bad = is_put ? check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source") ||
+                           check_sym_mapped(&d, pe, fn, "dest")
+                     : check_local_span(&d, n, fn, "dest") || check_sym_span(&s, n, fn, "source") ||
+                           check_sym_mapped(&s, pe, fn, "source");
+    if (!bad && stream && g_dev >= 0) {
+        /* The C stream-ordered routine decides: device memory or a stream ->
+         * enqueued on that stream (NULL: the legacy default stream); host
+         * memory with NULL -> now. */
+        Py_BEGIN_ALLOW_THREADS;
+        if (is_put)
+            shmemx_putmem_on_stream(d.sym, s.ptr, n, pe, (shmemx_stream_t)st);
+        else
+            shmemx_getmem_on_stream(d.ptr, s.sym, n, pe, (shmemx_stream_t)st);
+        Py_END_ALLOW_THREADS;
+    } else if (!bad) {
+        if (n < GIL_RELEASE_BYTES && d.device < 0 && s.device < 0) {
             switch (op) {
             case RMA_PUT: shmem_putmem(d.sym, s.ptr, n, pe); break;
             case RMA_GET: shmem_getmem(d.ptr, s.sym, n, pe); break;
@@ -1801,7 +2144,7 @@ static PyObject *rma(int op, PyObject *dobj, PyObject *sobj, PyObject *nobj, PyO
         (void)self;                                                                                \
         if (check_nargs(nargs, 4, 5, #name "_on_stream(dest, source, nbytes, pe, stream)"))        \
             return NULL;                                                                           \
-        return rma(op, args[0], args[1], args[2], args[3], nargs > 4 ? args[4] : NULL,             \
+        return rma(op, args[0], args[1], args[2], args[3], nargs > 4 ? args[4] : Py_None,          \
                    #name "_on_stream");                                                            \
     }
 DEF_RMA(putmem, RMA_PUT)
@@ -1811,8 +2154,9 @@ DEF_RMA(getmem_nbi, RMA_GET_NBI)
 
 /* ---- signals ---- */
 
-/* A uint64 signal word: symmetric, 8-byte aligned. */
-static int resolve_sig(PyObject *o, uint64_t **out, const char *fn)
+/* A uint64 signal word: symmetric, 8-byte aligned; *dev: on the device heap;
+ * pe >= 0: its copy on pe must be mapped here. */
+static int resolve_sig(PyObject *o, uint64_t **out, int *dev, int pe, const char *fn)
 {
     span_t s;
     if (span_get(o, &s, 0, fn, "sig_addr"))
@@ -1822,7 +2166,11 @@ static int resolve_sig(PyObject *o, uint64_t **out, const char *fn)
         return -1;
     if ((uintptr_t)s.sym % sizeof(uint64_t))
         return err(ERR_INVALID, "%s: sig_addr %p is not 8-byte aligned", fn, (void *)s.sym);
+    if (pe >= 0 && check_sym_mapped(&s, pe, fn, "sig_addr"))
+        return -1;
     *out = (uint64_t *)s.sym;
+    if (dev)
+        *dev = s.device >= 0;
     return 0;
 }
 
@@ -1855,9 +2203,12 @@ static PyObject *put_signal(PyObject *const *args, PyObject *stream, int nbi, co
     int pe, op;
     uint64_t signal, *sig;
     span_t d, s;
+    void *st = NULL;
     if (as_size(args[2], &n, fn, "nbytes") || check_pe(args[6], &pe, fn) ||
-        check_stream(stream, fn) || check_reach(pe, fn) || as_u64(args[4], &signal, fn, "signal") ||
-        check_sig_op(args[5], &op, fn) || resolve_sig(args[3], &sig, fn))
+        parse_stream(stream, &st, fn) || check_reach(pe, fn) ||
+        as_u64(args[4], &signal, fn, "signal") || check_sig_op(args[5], &op, fn))
+        return NULL;
+    if (resolve_sig(args[3], &sig, NULL, pe, fn))
         return NULL;
     if (span_get(args[0], &d, 0, fn, "dest"))
         return NULL;
@@ -1865,8 +2216,13 @@ static PyObject *put_signal(PyObject *const *args, PyObject *stream, int nbi, co
         span_release(&d);
         return NULL;
     }
-    int bad = check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source");
-    if (!bad) {
+    int bad = check_sym_span(&d, n, fn, "dest") || check_local_span(&s, n, fn, "source") ||
+              check_sym_mapped(&d, pe, fn, "dest");
+    if (!bad && stream && g_dev >= 0) {
+        Py_BEGIN_ALLOW_THREADS;
+        shmemx_putmem_signal_on_stream(d.sym, s.ptr, n, sig, signal, op, pe, (shmemx_stream_t)st);
+        Py_END_ALLOW_THREADS;
+    } else if (!bad) {
         Py_BEGIN_ALLOW_THREADS;
         if (nbi)
             shmem_putmem_signal_nbi(d.sym, s.ptr, n, sig, signal, op, pe);
@@ -1901,16 +2257,25 @@ static PyObject *py_putmem_signal_on_stream(PyObject *self, PyObject *const *arg
     (void)self;
     if (check_nargs(nargs, 7, 8, "putmem_signal_on_stream" PUT_SIGNAL_SIG ", stream)"))
         return NULL;
-    return put_signal(args, nargs > 7 ? args[7] : NULL, 0, "putmem_signal_on_stream");
+    return put_signal(args, nargs > 7 ? args[7] : Py_None, 0, "putmem_signal_on_stream");
 }
 
 static PyObject *py_signal_fetch(PyObject *self, PyObject *arg)
 {
     (void)self;
     uint64_t *sig;
-    if (require_init("signal_fetch") || resolve_sig(arg, &sig, "signal_fetch"))
+    int dev;
+    if (require_init("signal_fetch") || resolve_sig(arg, &sig, &dev, -1, "signal_fetch"))
         return NULL;
-    return PyLong_FromUnsignedLongLong(shmem_signal_fetch(sig));
+    uint64_t v;
+    if (dev) { /* read through a device copy */
+        Py_BEGIN_ALLOW_THREADS;
+        v = shmem_signal_fetch(sig);
+        Py_END_ALLOW_THREADS;
+    } else {
+        v = shmem_signal_fetch(sig);
+    }
+    return PyLong_FromUnsignedLongLong(v);
 }
 
 static int cmp_u64(uint64_t a, int cmp, uint64_t b)
@@ -1930,10 +2295,20 @@ static int cmp_u64(uint64_t a, int cmp, uint64_t b)
 static PyObject *signal_wait(PyObject *const *args, PyObject *stream, const char *fn)
 {
     uint64_t *sig, value, v = 0;
-    int cmp, done = 0;
-    if (require_init(fn) || check_stream(stream, fn) || resolve_sig(args[0], &sig, fn) ||
-        check_cmp(args[1], &cmp, fn) || as_u64(args[2], &value, fn, "cmp_value"))
+    int cmp, done = 0, dev;
+    void *st = NULL;
+    if (require_init(fn) || parse_stream(stream, &st, fn) ||
+        resolve_sig(args[0], &sig, &dev, -1, fn) || check_cmp(args[1], &cmp, fn) ||
+        as_u64(args[2], &value, fn, "cmp_value"))
         return NULL;
+    if (stream && (st || dev)) {
+        /* Enqueued on the stream (NULL: the legacy default stream); returns
+         * at once, so there is no value to return. */
+        Py_BEGIN_ALLOW_THREADS;
+        shmemx_signal_wait_until_on_stream(sig, cmp, value, (shmemx_stream_t)st);
+        Py_END_ALLOW_THREADS;
+        Py_RETURN_NONE;
+    }
     while (!done) {
         Py_BEGIN_ALLOW_THREADS;
         for (unsigned i = 0; i < 20000 && !done; i++) {
@@ -1965,7 +2340,7 @@ static PyObject *py_signal_wait_until_on_stream(PyObject *self, PyObject *const 
     (void)self;
     if (check_nargs(nargs, 3, 4, "signal_wait_until_on_stream(sig_addr, cmp, cmp_value, stream)"))
         return NULL;
-    return signal_wait(args, nargs > 3 ? args[3] : NULL, "signal_wait_until_on_stream");
+    return signal_wait(args, nargs > 3 ? args[3] : Py_None, "signal_wait_until_on_stream");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2016,19 +2391,30 @@ static PyObject *py_sync_all(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-#define DEF_STREAM0(name, call)                                                                    \
+/* With a device bound, the C stream-ordered routine (a NULL stream is the
+ * legacy default stream there: the barrier is enqueued, not waited for);
+ * without one, only None is accepted and the host routine runs now. */
+#define DEF_STREAM0(name, cname, hostcall, heaps)                                                  \
     static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,                  \
                                            Py_ssize_t nargs)                                       \
     {                                                                                              \
-        (void)self;                                                                                \
-        if (check_nargs(nargs, 0, 1, #name "_on_stream(stream=None)") ||                           \
-            check_stream(nargs ? args[0] : NULL, #name "_on_stream"))                              \
+        static const char fn[] = #name "_on_stream";                                               \
+        void *st;                                                                                  \
+        if (check_nargs(nargs, 0, 1, #name "_on_stream(stream=None)") || require_init(fn) ||       \
+            parse_stream(nargs ? args[0] : NULL, &st, fn))                                         \
             return NULL;                                                                           \
-        return call(self, NULL);                                                                   \
+        if (g_dev < 0)                                                                             \
+            return hostcall(self, NULL);                                                           \
+        if (heaps && check_team_mapped(SHMEM_TEAM_WORLD, NULL, NULL, 1, fn))                       \
+            return NULL;                                                                           \
+        Py_BEGIN_ALLOW_THREADS;                                                                    \
+        cname((shmemx_stream_t)st);                                                                \
+        Py_END_ALLOW_THREADS;                                                                      \
+        Py_RETURN_NONE;                                                                            \
     }
-DEF_STREAM0(barrier_all, py_barrier_all)
-DEF_STREAM0(sync_all, py_sync_all)
-DEF_STREAM0(quiet, py_quiet)
+DEF_STREAM0(barrier_all, shmemx_barrier_all_on_stream, py_barrier_all, 1)
+DEF_STREAM0(sync_all, shmemx_sync_all_on_stream, py_sync_all, 1)
+DEF_STREAM0(quiet, shmemx_quiet_on_stream, py_quiet, 0)
 
 /* ------------------------------------------------------------------------ */
 /* Teams                                                                      */
@@ -2340,17 +2726,27 @@ static PyObject *py_barrier(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-#define DEF_TEAM_STREAM(name)                                                                      \
+#define DEF_TEAM_STREAM(name, cname)                                                               \
     static PyObject *py_##name##_on_stream(PyObject *self, PyObject *const *args,                  \
                                            Py_ssize_t nargs)                                       \
     {                                                                                              \
+        static const char fn[] = #name "_on_stream";                                               \
+        void *st;                                                                                  \
+        shmem_team_t t;                                                                            \
         if (check_nargs(nargs, 1, 2, #name "_on_stream(team, stream=None)") ||                     \
-            check_stream(nargs > 1 ? args[1] : NULL, #name "_on_stream"))                          \
+            team_get(args[0], &t, fn) || parse_stream(nargs > 1 ? args[1] : NULL, &st, fn))        \
             return NULL;                                                                           \
-        return py_##name(self, args[0]);                                                           \
+        if (g_dev < 0)                                                                             \
+            return py_##name(self, args[0]);                                                       \
+        if (check_team_mapped(t, NULL, NULL, 1, fn))                                               \
+            return NULL;                                                                           \
+        Py_BEGIN_ALLOW_THREADS;                                                                    \
+        cname(t, (shmemx_stream_t)st);                                                             \
+        Py_END_ALLOW_THREADS;                                                                      \
+        Py_RETURN_NONE;                                                                            \
     }
-DEF_TEAM_STREAM(barrier)
-DEF_TEAM_STREAM(team_sync)
+DEF_TEAM_STREAM(barrier, shmemx_barrier_on_stream)
+DEF_TEAM_STREAM(team_sync, shmemx_team_sync_on_stream)
 
 static PyObject *Team_my_pe(PyObject *self, PyObject *unused)
 {
@@ -2463,19 +2859,52 @@ static int mul_size(size_t a, size_t b, size_t *out, const char *fn)
     return 0;
 }
 
-/* kind: 0 alltoall (dest, src: n_team * nbytes), 1 fcollect (dest n_team * nbytes, src nbytes) */
-static PyObject *coll_blocks(PyObject *const *args, PyObject *stream, int kind, const char *fn)
+enum { COLL_ALLTOALL, COLL_FCOLLECT, COLL_BCAST };
+
+/* The byte collectives. alltoall: dest and source n_team * nbytes; fcollect:
+ * dest n_team * nbytes, source nbytes; broadcast: both nbytes (args[4] the
+ * root). stream: NULL for the blocking forms, else the stream argument. */
+static PyObject *coll(int kind, PyObject *const *args, PyObject *stream, const char *fn)
 {
     shmem_team_t t;
     size_t n, total;
+    int root = 0;
     span_t d, s;
+    void *st = NULL;
     if (team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nbytes") ||
-        check_stream(stream, fn) || mul_size((size_t)shmem_team_n_pes(t), n, &total, fn) ||
-        coll_spans(args[1], args[2], total, kind == 0 ? total : n, &d, &s, fn))
+        (kind == COLL_BCAST && as_int(args[4], &root, fn, "pe_root")) ||
+        parse_stream(stream, &st, fn) || mul_size((size_t)shmem_team_n_pes(t), n, &total, fn))
         return NULL;
+    if (kind == COLL_BCAST && (root < 0 || root >= shmem_team_n_pes(t))) {
+        err(ERR_BADPE, "%s: pe_root %d is out of range (the team has %d PEs)", fn, root,
+            shmem_team_n_pes(t));
+        return NULL;
+    }
+    size_t dn = kind == COLL_BCAST ? n : total, sn = kind == COLL_ALLTOALL ? total : n;
+    if (coll_spans(args[1], args[2], dn, sn, &d, &s, fn))
+        return NULL;
+    int dev = d.device >= 0 || s.device >= 0;
+    if (check_team_mapped(t, &d, &s, dev, fn)) {
+        span_release(&s);
+        span_release(&d);
+        return NULL;
+    }
     int rc;
+    shmemx_stream_t cs = (shmemx_stream_t)st;
     Py_BEGIN_ALLOW_THREADS;
-    rc = kind == 0 ? shmem_alltoallmem(t, d.sym, s.sym, n) : shmem_fcollectmem(t, d.sym, s.sym, n);
+    if (stream && g_dev >= 0) {
+        switch (kind) {
+        case COLL_ALLTOALL: rc = shmemx_alltoallmem_on_stream(t, d.sym, s.sym, n, cs); break;
+        case COLL_FCOLLECT: rc = shmemx_fcollectmem_on_stream(t, d.sym, s.sym, n, cs); break;
+        default: rc = shmemx_broadcastmem_on_stream(t, d.sym, s.sym, n, root, cs); break;
+        }
+    } else {
+        switch (kind) {
+        case COLL_ALLTOALL: rc = shmem_alltoallmem(t, d.sym, s.sym, n); break;
+        case COLL_FCOLLECT: rc = shmem_fcollectmem(t, d.sym, s.sym, n); break;
+        default: rc = shmem_broadcastmem(t, d.sym, s.sym, n, root); break;
+        }
+    }
     Py_END_ALLOW_THREADS;
     span_release(&s);
     span_release(&d);
@@ -2489,56 +2918,35 @@ static PyObject *py_alltoallmem(PyObject *self, PyObject *const *args, Py_ssize_
     (void)self;
     if (check_nargs(nargs, 4, 4, "alltoallmem(team, dest, source, nbytes_per_pe)"))
         return NULL;
-    return coll_blocks(args, NULL, 0, "alltoallmem");
+    return coll(COLL_ALLTOALL, args, NULL, "alltoallmem");
 }
 static PyObject *py_alltoallmem_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     if (check_nargs(nargs, 4, 5, "alltoallmem_on_stream(team, dest, source, nbytes, stream)"))
         return NULL;
-    return coll_blocks(args, nargs > 4 ? args[4] : NULL, 0, "alltoallmem_on_stream");
+    return coll(COLL_ALLTOALL, args, nargs > 4 ? args[4] : Py_None, "alltoallmem_on_stream");
 }
 static PyObject *py_fcollectmem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     if (check_nargs(nargs, 4, 4, "fcollectmem(team, dest, source, nbytes)"))
         return NULL;
-    return coll_blocks(args, NULL, 1, "fcollectmem");
+    return coll(COLL_FCOLLECT, args, NULL, "fcollectmem");
 }
-
-static PyObject *bcast(PyObject *const *args, PyObject *stream, const char *fn)
+static PyObject *py_fcollectmem_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    shmem_team_t t;
-    size_t n;
-    int root;
-    span_t d, s;
-    if (team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nbytes") ||
-        as_int(args[4], &root, fn, "pe_root") || check_stream(stream, fn))
+    (void)self;
+    if (check_nargs(nargs, 4, 5, "fcollectmem_on_stream(team, dest, source, nbytes, stream)"))
         return NULL;
-    if (root < 0 || root >= shmem_team_n_pes(t)) {
-        err(ERR_BADPE, "%s: pe_root %d is out of range (the team has %d PEs)", fn, root,
-            shmem_team_n_pes(t));
-        return NULL;
-    }
-    if (coll_spans(args[1], args[2], n, n, &d, &s, fn))
-        return NULL;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS;
-    rc = shmem_broadcastmem(t, d.sym, s.sym, n, root);
-    Py_END_ALLOW_THREADS;
-    span_release(&s);
-    span_release(&d);
-    if (check_std_status(rc, fn))
-        return NULL;
-    Py_RETURN_NONE;
+    return coll(COLL_FCOLLECT, args, nargs > 4 ? args[4] : Py_None, "fcollectmem_on_stream");
 }
-
 static PyObject *py_broadcastmem(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     if (check_nargs(nargs, 5, 5, "broadcastmem(team, dest, source, nbytes, pe_root)"))
         return NULL;
-    return bcast(args, NULL, "broadcastmem");
+    return coll(COLL_BCAST, args, NULL, "broadcastmem");
 }
 static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2547,7 +2955,92 @@ static PyObject *py_broadcastmem_on_stream(PyObject *self, PyObject *const *args
                     "broadcastmem_on_stream(team, dest, source, nbytes, pe_root, "
                     "stream)"))
         return NULL;
-    return bcast(args, nargs > 5 ? args[5] : NULL, "broadcastmem_on_stream");
+    return coll(COLL_BCAST, args, nargs > 5 ? args[5] : Py_None, "broadcastmem_on_stream");
+}
+
+/* ---- reductions on a stream: shmemx_<type>_<op>_reduce_on_stream ---- */
+
+typedef int (*reduce_fn)(shmem_team_t, void *, const void *, size_t, shmemx_stream_t);
+#define RED_WRAP(T, N, OP)                                                                         \
+    static int red_##N##_##OP(shmem_team_t t, void *d, const void *s, size_t n,                    \
+                              shmemx_stream_t st)                                                  \
+    {                                                                                              \
+        return shmemx_##N##_##OP##_reduce_on_stream(t, (T *)d, (const T *)s, n, st);               \
+    }
+#define RED_BITS(T, N) RED_WRAP(T, N, and) RED_WRAP(T, N, or) RED_WRAP(T, N, xor)
+#define RED_ARITH(T, N)                                                                            \
+    RED_WRAP(T, N, max) RED_WRAP(T, N, min) RED_WRAP(T, N, sum) RED_WRAP(T, N, prod)
+SHMEMX_REDUCE_ON_STREAM_INT(RED_BITS)
+SHMEMX_REDUCE_ON_STREAM_INT(RED_ARITH)
+SHMEMX_REDUCE_ON_STREAM_FLOAT(RED_ARITH)
+
+typedef struct {
+    const char *type, *op;
+    size_t size;
+    reduce_fn fn;
+} red_entry_t;
+#define RED_ENT(T, N, OP)  {#N, #OP, sizeof(T), red_##N##_##OP},
+#define RED_ENT_BITS(T, N) RED_ENT(T, N, and) RED_ENT(T, N, or) RED_ENT(T, N, xor)
+#define RED_ENT_ARITH(T, N)                                                                        \
+    RED_ENT(T, N, max) RED_ENT(T, N, min) RED_ENT(T, N, sum) RED_ENT(T, N, prod)
+static const red_entry_t red_table[] = {
+    SHMEMX_REDUCE_ON_STREAM_INT(RED_ENT_BITS) SHMEMX_REDUCE_ON_STREAM_INT(RED_ENT_ARITH)
+        SHMEMX_REDUCE_ON_STREAM_FLOAT(RED_ENT_ARITH){NULL, NULL, 0, NULL},
+};
+
+/* reduce_on_stream(team, dest, source, nreduce, type, op, stream=None) */
+static PyObject *py_reduce_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "reduce_on_stream";
+    shmem_team_t t;
+    size_t n, nbytes;
+    span_t d, s;
+    void *st;
+    if (check_nargs(nargs, 6, 7,
+                    "reduce_on_stream(team, dest, source, nreduce, type, op, stream)") ||
+        team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nreduce"))
+        return NULL;
+    const char *type = PyUnicode_Check(args[4]) ? PyUnicode_AsUTF8(args[4]) : NULL;
+    const char *op = PyUnicode_Check(args[5]) ? PyUnicode_AsUTF8(args[5]) : NULL;
+    if (!type || !op) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: type and op must be str (e.g. 'float', 'sum')", fn);
+        return NULL;
+    }
+    const red_entry_t *e = red_table;
+    while (e->type && (strcmp(e->type, type) || strcmp(e->op, op)))
+        e++;
+    if (!e->type) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: no %s reduction on %s (types: int, long, longlong, uint, ulong, "
+                     "ulonglong, int32, int64, uint32, uint64, size, ptrdiff with and/or/xor/max/"
+                     "min/sum/prod; float, double with max/min/sum/prod)",
+                     fn, op, type);
+        return NULL;
+    }
+    if (parse_stream(nargs > 6 ? args[6] : Py_None, &st, fn) || mul_size(n, e->size, &nbytes, fn) ||
+        coll_spans(args[1], args[2], nbytes, nbytes, &d, &s, fn))
+        return NULL;
+    int bad = 0;
+    if (((uintptr_t)d.sym | (uintptr_t)s.sym) % e->size) {
+        PyErr_Format(PyExc_ValueError, "%s: dest and source must be %zu-byte aligned", fn, e->size);
+        bad = 1;
+    }
+    if (bad || check_team_mapped(t, &d, &s, d.device >= 0 || s.device >= 0, fn)) {
+        span_release(&s);
+        span_release(&d);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = e->fn(t, d.sym, s.sym, n, (shmemx_stream_t)st);
+    Py_END_ALLOW_THREADS;
+    span_release(&s);
+    span_release(&d);
+    if (check_std_status(rc, fn))
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2812,6 +3305,10 @@ static PyMethodDef methods[] = {
        "finalize(): destroys the package's teams, reports leaked "
        "symmetric memory (LeakWarning), finalizes the library."),
     F_(is_initialized, METH_NOARGS, NULL),
+    F_(cuda_device, METH_NOARGS,
+       "cuda_device() -> ordinal of the CUDA device bound to ushmem on this PE (its device "
+       "heap), or None"),
+    {"_cuda_device_count", FN(py_cuda_device_count), METH_NOARGS, NULL},
     F_(my_pe, METH_NOARGS, NULL),
     F_(n_pes, METH_NOARGS, NULL),
     F_(query_thread, METH_NOARGS, NULL),
@@ -2884,6 +3381,10 @@ static PyMethodDef methods[] = {
     F_(broadcastmem, METH_FASTCALL, "broadcastmem(team, dest, source, nbytes, pe_root)"),
     F_(broadcastmem_on_stream, METH_FASTCALL, NULL),
     F_(fcollectmem, METH_FASTCALL, "fcollectmem(team, dest, source, nbytes)"),
+    F_(fcollectmem_on_stream, METH_FASTCALL, NULL),
+    F_(reduce_on_stream, METH_FASTCALL,
+       "reduce_on_stream(team, dest, source, nreduce, type, op, stream=None): "
+       "shmemx_<type>_<op>_reduce_on_stream, e.g. type 'float', op 'sum'"),
     /* atomics */
     T_STD(ML_FETCH) T_STD(ML_SET) T_STD(ML_SWAP)
     T_INT(ML_CSWAP) T_INT(ML_FINC) T_INT(ML_INC) T_INT(ML_FADD) T_INT(ML_ADD)
@@ -2964,7 +3465,7 @@ PyMODINIT_FUNC PyInit__ushmem(void)
         add_int(m, "UNIQUEID_BYTES", SHMEMX_UNIQUEID_BYTES) ||
         add_int(m, "MAJOR_VERSION", SHMEM_MAJOR_VERSION) ||
         add_int(m, "MINOR_VERSION", SHMEM_MINOR_VERSION) ||
-        PyModule_AddObjectRef(m, "HAVE_CUDA", Py_False) < 0 ||
+        PyModule_AddObjectRef(m, "HAVE_CUDA", Py_True) < 0 ||
         PyModule_AddStringConstant(m, "VENDOR_STRING", SHMEM_VENDOR_STRING) < 0)
         goto fail;
     refresh_init_cache();

@@ -1,22 +1,26 @@
 """PyTorch tensors on the symmetric heap.
 
     import ushmem.interop.torch as ut
-    t = ut.create_tensor((4, 8), torch.float32)   # collective
+    t = ut.create_tensor((4, 8), torch.float32)                 # collective; host heap
+    g = ut.create_tensor((4, 8), torch.float32, device="cuda")  # device heap (bound GPU)
     ut.put(t, local, pe)                          # dst symmetric, src any tensor
     ut.barrier_all()
     peer = ut.get_peer_tensor(t, pe)              # non-owning view of pe's copy
     ut.free_tensor(t)                             # collective
 
-CPU tensors work everywhere; CUDA tensors need a CUDA build of ushmem (operations
-then run on the current torch stream unless stream= is given) and raise
-ushmem.Error(ERR_UNSUPPORTED) otherwise. Shape, dtype and size mismatches raise
-ValueError naming what differs.
+CPU tensors work everywhere. CUDA tensors need a CUDA device bound to ushmem
+(ushmem.init(device=...), LOCAL_RANK or USHMEM_DEVICE; ushmem.cuda_device() says
+which): put/get/alltoall/broadcast/reduce on CUDA tensors are enqueued on the
+current torch stream of the tensors' device (or stream=) and return at once;
+barrier_all() orders the current stream too. Shape, dtype and size mismatches
+raise ValueError naming what differs; a tensor that should be symmetric and is
+not raises ushmem.Error (ERR_NOTSYM).
 """
 import math
 
 import torch
 
-from .. import _ushmem, _no_cuda, TEAM_WORLD
+from .. import _error, _ushmem, _no_cuda, TEAM_WORLD
 
 
 def _shape(shape):
@@ -28,22 +32,60 @@ def _shape(shape):
     return shape
 
 
-def _is_cuda_device(device):
-    return device is not None and torch.device(device).type == "cuda"
+def _cuda_arg(device):
+    """None for host memory, else the device argument for create_buffer ('cuda' or N)."""
+    if device is None:
+        return None
+    d = torch.device(device)
+    if d.type == "cpu":
+        return None
+    if d.type != "cuda":
+        raise ValueError(f"create_tensor: device {device!r}: use None, 'cpu' or 'cuda[:N]'")
+    return "cuda" if d.index is None else d.index
+
+
+def _tensor_over(buf, dtype, count):
+    """A tensor of count dtype elements sharing buf's memory (never a copy)."""
+    if buf.device == "cpu":
+        return torch.frombuffer(buf, dtype=dtype, count=count)
+    flat = None
+    # DLPack names the device explicitly; __cuda_array_interface__ makes torch ask the
+    # driver about the pointer. Either must give a tensor over the very same memory.
+    for make in (lambda: torch.utils.dlpack.from_dlpack(buf), lambda: torch.as_tensor(buf)):
+        try:
+            t = make()
+        except Exception:  # noqa: BLE001 - try the other protocol
+            continue
+        if t.is_cuda and t.data_ptr() == buf.ptr and t.numel() == buf.nbytes:
+            flat = t
+            break
+    if flat is None:
+        raise _error(_ushmem.ERR_UNSUPPORTED,
+                     f"cannot make a torch tensor over {buf!r} (neither DLPack nor "
+                     "__cuda_array_interface__ gave one over the same memory)")
+    if dtype == torch.uint8:
+        return flat[:count]
+    return flat.view(dtype)[:count]
 
 
 def create_tensor(shape, dtype=torch.float32, device=None, zero=False):
     """A new tensor on the symmetric heap (collective). Uninitialized unless zero=True.
-    device: None/'cpu' (host heap) or 'cuda[:N]' (needs a CUDA build)."""
+    device: None/'cpu' (host heap) or 'cuda[:N]' (device heap of the GPU bound to ushmem)."""
     shape = _shape(shape)
-    if _is_cuda_device(device) and not _ushmem.HAVE_CUDA:
+    dev = _cuda_arg(device)
+    if dev is not None and _ushmem.cuda_device() is None:
         raise _no_cuda("create_tensor")
     numel = math.prod(shape)
     if numel == 0:
         raise ValueError("create_tensor: an empty tensor is not a symmetric allocation")
     esize = torch.empty((), dtype=dtype).element_size()
-    buf = _ushmem.create_buffer(numel * esize, zero=zero)
-    return torch.frombuffer(buf, dtype=dtype, count=numel).view(shape)
+    buf = _ushmem.create_buffer(numel * esize, device=dev, zero=zero)
+    try:
+        t = _tensor_over(buf, dtype, numel)
+    except BaseException:
+        buf.free()  # collective: every PE failed alike
+        raise
+    return t.view(shape)
 
 
 def _require_tensor(t, fn, what):
@@ -63,15 +105,18 @@ def _span(t):
 
 def get_peer_tensor(t, pe):
     """A non-owning tensor over PE pe's copy of t (mapped in this process); never t itself.
+    Works for CUDA tensors on the device heap too (the peer's device memory as mapped here).
     Raises ushmem.Error(ERR_UNREACHABLE) when the peer's memory is not mapped here."""
     _require_tensor(t, "get_peer_tensor", "t")
-    if t.is_cuda and not _ushmem.HAVE_CUDA:
+    if t.is_cuda and _ushmem.cuda_device() is None:
         raise _no_cuda("get_peer_tensor")
     addr, nbytes = _span(t)
     if nbytes == 0:
         raise ValueError("get_peer_tensor: empty tensor")
     view = _ushmem.get_peer_buffer(addr, pe, nbytes)
-    flat = torch.frombuffer(view, dtype=t.dtype, count=nbytes // t.element_size())
+    if view.device != "cpu" and not t.is_cuda:
+        raise ValueError("get_peer_tensor: a CPU tensor over device memory")
+    flat = _tensor_over(view, t.dtype, nbytes // t.element_size())
     if t.is_contiguous():
         return flat.view(t.shape)
     return flat.as_strided(t.shape, t.stride())
@@ -101,52 +146,87 @@ def _check_pair(fn, dst, src, same_shape=True):
     for name, t in (("dst", dst), ("src", src)):
         if not t.is_contiguous():
             raise ValueError(f"{fn}: {name} must be contiguous (call .contiguous())")
-    if (dst.is_cuda or src.is_cuda) and not _ushmem.HAVE_CUDA:
+    if dst.is_cuda and src.is_cuda and dst.device != src.device:
+        raise ValueError(f"{fn}: device differs: dst is on {dst.device}, src on {src.device}")
+    if (dst.is_cuda or src.is_cuda) and _ushmem.cuda_device() is None:
         raise _no_cuda(fn)
     return dst.numel() * dst.element_size()
 
 
 def _stream(stream, *tensors):
+    """The stream argument for the C call: the caller's, else the current torch stream of
+    the first CUDA tensor's device, else None (host memory: now)."""
     if stream is not None:
-        return getattr(stream, "cuda_stream", stream)
-    if any(t.is_cuda for t in tensors):
-        return torch.cuda.current_stream().cuda_stream
+        return stream
+    for t in tensors:
+        if t.is_cuda:
+            return torch.cuda.current_stream(t.device).cuda_stream
     return None
 
 
 def put(dst, src, pe, stream=None):
-    """Copy src (any tensor here) into PE pe's copy of the symmetric tensor dst."""
+    """Copy src (any tensor here) into PE pe's copy of the symmetric tensor dst.
+    CUDA memory on either side: enqueued on stream (default: the current stream)."""
     nbytes = _check_pair("put", dst, src)
-    _ushmem.putmem_on_stream(dst.data_ptr(), src.data_ptr(), nbytes, pe, _stream(stream, dst, src))
+    _ushmem.putmem_on_stream(dst, src, nbytes, pe, _stream(stream, dst, src))
 
 
 def get(dst, src, pe, stream=None):
-    """Copy PE pe's copy of the symmetric tensor src into dst (any tensor here)."""
+    """Copy PE pe's copy of the symmetric tensor src into dst (any tensor here).
+    CUDA memory on either side: enqueued on stream (default: the current stream)."""
     nbytes = _check_pair("get", dst, src)
-    _ushmem.getmem_on_stream(dst.data_ptr(), src.data_ptr(), nbytes, pe, _stream(stream, dst, src))
+    _ushmem.getmem_on_stream(dst, src, nbytes, pe, _stream(stream, dst, src))
 
 
 def barrier_all(stream=None):
-    """Barrier across all PEs (completes outstanding puts first)."""
-    _ushmem.barrier_all_on_stream(_stream(stream))
+    """Barrier across all PEs. stream given: a stream-ordered barrier on it (returns at
+    once). Otherwise, with a CUDA device bound: a barrier on the current torch stream (work
+    enqueued before it on every PE completes before work enqueued after it) and a host
+    barrier (host-memory puts complete and visible on return); without one: the host
+    barrier."""
+    if stream is not None:
+        _ushmem.barrier_all_on_stream(stream)
+        return
+    dev = _ushmem.cuda_device()
+    if dev is not None and torch.cuda.is_available():
+        _ushmem.barrier_all_on_stream(torch.cuda.current_stream(dev).cuda_stream)
+    _ushmem.barrier_all()
+
+
+def _team(team):
+    return team if team is not None else TEAM_WORLD
 
 
 def alltoall(team, dst, src, stream=None):
     """Block j of src on every PE goes to block (sender's team rank) of dst on team PE j.
     dst and src are symmetric tensors of the same dtype and size, divisible by the team size."""
     nbytes = _check_pair("alltoall", dst, src, same_shape=False)
-    n = _ushmem.team_n_pes(team if team is not None else TEAM_WORLD)
+    n = _ushmem.team_n_pes(_team(team))
     if src.numel() % n:
         raise ValueError(f"alltoall: size {src.numel()} is not divisible by the team's {n} PEs")
-    _ushmem.alltoallmem_on_stream(team if team is not None else TEAM_WORLD, dst.data_ptr(),
-                                  src.data_ptr(), nbytes // n, _stream(stream, dst, src))
+    _ushmem.alltoallmem_on_stream(_team(team), dst, src, nbytes // n, _stream(stream, dst, src))
 
 
 def broadcast(team, dst, src, root, stream=None):
     """Copy src on the team's PE root into dst on every team PE (root included)."""
     nbytes = _check_pair("broadcast", dst, src)
-    _ushmem.broadcastmem_on_stream(team if team is not None else TEAM_WORLD, dst.data_ptr(),
-                                   src.data_ptr(), nbytes, root, _stream(stream, dst, src))
+    _ushmem.broadcastmem_on_stream(_team(team), dst, src, nbytes, root, _stream(stream, dst, src))
+
+
+_REDUCE_TYPES = {torch.float32: "float", torch.float64: "double", torch.int32: "int32",
+                 torch.int64: "int64"}
+
+
+def reduce(team, dst, src, op="sum", stream=None):
+    """Element-wise reduction of src over the team into dst on every member (op: sum, prod,
+    min, max; and, or, xor for integers). float32, float64, int32 and int64 tensors."""
+    _check_pair("reduce", dst, src)
+    name = _REDUCE_TYPES.get(src.dtype)
+    if name is None:
+        raise ValueError(f"reduce: dtype {src.dtype} is not supported "
+                         f"(use one of {', '.join(str(d) for d in _REDUCE_TYPES)})")
+    _ushmem.reduce_on_stream(_team(team), dst, src, src.numel(), name, op,
+                             _stream(stream, dst, src))
 
 
 def get_heap_bases(t):
