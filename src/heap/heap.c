@@ -259,8 +259,8 @@ USHMEMI_API void *shmem_align(size_t alignment, size_t size)
     if (alignment == 0 || (alignment & (alignment - 1)) || alignment > HEAP_ARENA_ALIGN) {
         USHMEMI_CHECK_INIT("shmem_align");
         ushmemi_sync_world();
-        ushmemi_debug("shmem_align", "alignment %zu must be a power of two no larger than %zu", alignment,
-                      HEAP_ARENA_ALIGN);
+        ushmemi_debug("shmem_align", "alignment %zu must be a power of two no larger than %zu",
+                      alignment, HEAP_ARENA_ALIGN);
         return NULL;
     }
     if (DEVICE_DEFAULT())
