@@ -11,49 +11,10 @@
  *     are checkable;
  *   the deprecated names (shmem_int_fadd, ..., shmem_swap) once each.
  * USHMEM_TEST_NPES: 1 2 3 4 */
+#include "test_types.h"
 #include "test_util.h"
 
-/* Standard AMO types (spec "Standard AMO Types and Names"). */
-#define STD_AMO_TYPES(X)                                                                           \
-    X(int, int)                                                                                    \
-    X(long, long)                                                                                  \
-    X(long long, longlong)                                                                         \
-    X(unsigned int, uint)                                                                          \
-    X(unsigned long, ulong)                                                                        \
-    X(unsigned long long, ulonglong)                                                               \
-    X(int32_t, int32)                                                                              \
-    X(int64_t, int64)                                                                              \
-    X(uint32_t, uint32)                                                                            \
-    X(uint64_t, uint64)                                                                            \
-    X(size_t, size)                                                                                \
-    X(ptrdiff_t, ptrdiff)
-
-/* Extended AMO types: the standard ones plus float and double. X(type, name, kind). */
-#define EXT_AMO_TYPES(X)                                                                           \
-    X(float, float, F)                                                                             \
-    X(double, double, F)                                                                           \
-    X(int, int, I)                                                                                 \
-    X(long, long, I)                                                                               \
-    X(long long, longlong, I)                                                                      \
-    X(unsigned int, uint, I)                                                                       \
-    X(unsigned long, ulong, I)                                                                     \
-    X(unsigned long long, ulonglong, I)                                                            \
-    X(int32_t, int32, I)                                                                           \
-    X(int64_t, int64, I)                                                                           \
-    X(uint32_t, uint32, I)                                                                         \
-    X(uint64_t, uint64, I)                                                                         \
-    X(size_t, size, I)                                                                             \
-    X(ptrdiff_t, ptrdiff, I)
-
-/* Bitwise AMO types. */
-#define BIT_AMO_TYPES(X)                                                                           \
-    X(unsigned int, uint)                                                                          \
-    X(unsigned long, ulong)                                                                        \
-    X(unsigned long long, ulonglong)                                                               \
-    X(int32_t, int32)                                                                              \
-    X(int64_t, int64)                                                                              \
-    X(uint32_t, uint32)                                                                            \
-    X(uint64_t, uint64)
+/* Type tables: TEST_AMO_{STD,EXT,BIT}_TYPES in test_types.h. */
 
 #define NSLOT 32
 #define K     40 /* contended operations per PE per object */
@@ -212,7 +173,7 @@ static size_t gather(int sec, size_t per_pe)
         shmem_barrier_all();                                                                       \
     }
 
-EXT_AMO_TYPES(DEF_EXT)
+TEST_AMO_EXT_TYPES(DEF_EXT)
 
 /* ---------------- standard: compare_swap, inc, add ---------------- */
 
@@ -374,7 +335,7 @@ EXT_AMO_TYPES(DEF_EXT)
         shmem_barrier_all();                                                                       \
     }
 
-STD_AMO_TYPES(DEF_STD)
+TEST_AMO_STD_TYPES(DEF_STD)
 
 /* ---------------- bitwise ---------------- */
 
@@ -490,7 +451,7 @@ static uint64_t own_mask(int pe, unsigned w)
         shmem_barrier_all();                                                                       \
     }
 
-BIT_AMO_TYPES(DEF_BIT)
+TEST_AMO_BIT_TYPES(DEF_BIT)
 
 /* ---------------- deprecated names, once each ---------------- */
 
@@ -583,11 +544,11 @@ int main(void)
     int t = 0;
     for (int rep = 0; rep < 3; rep++) {
 #define RUN_EXT(T, N, KIND) ext_##N(t++);
-        EXT_AMO_TYPES(RUN_EXT)
+        TEST_AMO_EXT_TYPES(RUN_EXT)
 #define RUN_STD(T, N) std_##N(t++);
-        STD_AMO_TYPES(RUN_STD)
+        TEST_AMO_STD_TYPES(RUN_STD)
 #define RUN_BIT(T, N) bit_##N(t++);
-        BIT_AMO_TYPES(RUN_BIT)
+        TEST_AMO_BIT_TYPES(RUN_BIT)
     }
     deprecated(t++);
 

@@ -16,34 +16,8 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "test_types.h"
 #include "test_util.h"
-
-/* Standard RMA types: X(type, name). */
-#define RMA_TYPES(X)                                                                               \
-    X(float, float)                                                                                \
-    X(double, double)                                                                              \
-    X(long double, longdouble)                                                                     \
-    X(char, char)                                                                                  \
-    X(signed char, schar)                                                                          \
-    X(short, short)                                                                                \
-    X(int, int)                                                                                    \
-    X(long, long)                                                                                  \
-    X(long long, longlong)                                                                         \
-    X(unsigned char, uchar)                                                                        \
-    X(unsigned short, ushort)                                                                      \
-    X(unsigned int, uint)                                                                          \
-    X(unsigned long, ulong)                                                                        \
-    X(unsigned long long, ulonglong)                                                               \
-    X(int8_t, int8)                                                                                \
-    X(int16_t, int16)                                                                              \
-    X(int32_t, int32)                                                                              \
-    X(int64_t, int64)                                                                              \
-    X(uint8_t, uint8)                                                                              \
-    X(uint16_t, uint16)                                                                            \
-    X(uint32_t, uint32)                                                                            \
-    X(uint64_t, uint64)                                                                            \
-    X(size_t, size)                                                                                \
-    X(ptrdiff_t, ptrdiff)
 
 #define SIZED(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)
 
@@ -123,7 +97,7 @@ static void prepare(int t, size_t nbytes)
     shmem_barrier_all();
 }
 
-#define DEF_TYPED(T, N)                                                                            \
+#define DEF_TYPED(T, N, kind_unused)                                                               \
     static void typed_##N(int t)                                                                   \
     {                                                                                              \
         size_t n = 1 + rv(-1, t, 0) % NMAX;                                                        \
@@ -157,7 +131,7 @@ static void prepare(int t, size_t nbytes)
         check_zero_length("shmem_" #N "_put_signal[_nbi]", 2);                                     \
     }
 
-RMA_TYPES(DEF_TYPED)
+TEST_RMA_TYPES(DEF_TYPED)
 
 #define DEF_SIZED(B, E)                                                                            \
     static void sized_##B(int t)                                                                   \
@@ -439,8 +413,8 @@ int main(void)
 
     int t = 0;
     for (int rep = 0; rep < 2; rep++) {
-#define RUN_TYPED(T, N) typed_##N(t++);
-        RMA_TYPES(RUN_TYPED)
+#define RUN_TYPED(T, N, kind_unused) typed_##N(t++);
+        TEST_RMA_TYPES(RUN_TYPED)
 #define RUN_SIZED(B, E) sized_##B(t++);
         SIZED(RUN_SIZED)
         mem_forms(t++);

@@ -4,35 +4,10 @@
  * (8/16/32/64/128 and mem). Random data; every PE checks what it received and
  * that nothing outside the transfer changed; zero-length calls with NULL.
  * USHMEM_TEST_NPES: 1 2 3 4 */
+#include "test_types.h"
 #include "test_util.h"
 
-/* Standard RMA types (spec table "Standard RMA Types and Names"):
- * X(C type, TYPENAME, kind) with kind F (floating) or I (integer). */
-#define RMA_TYPES(X)                                                                               \
-    X(float, float, F)                                                                             \
-    X(double, double, F)                                                                           \
-    X(long double, longdouble, F)                                                                  \
-    X(char, char, I)                                                                               \
-    X(signed char, schar, I)                                                                       \
-    X(short, short, I)                                                                             \
-    X(int, int, I)                                                                                 \
-    X(long, long, I)                                                                               \
-    X(long long, longlong, I)                                                                      \
-    X(unsigned char, uchar, I)                                                                     \
-    X(unsigned short, ushort, I)                                                                   \
-    X(unsigned int, uint, I)                                                                       \
-    X(unsigned long, ulong, I)                                                                     \
-    X(unsigned long long, ulonglong, I)                                                            \
-    X(int8_t, int8, I)                                                                             \
-    X(int16_t, int16, I)                                                                           \
-    X(int32_t, int32, I)                                                                           \
-    X(int64_t, int64, I)                                                                           \
-    X(uint8_t, uint8, I)                                                                           \
-    X(uint16_t, uint16, I)                                                                         \
-    X(uint32_t, uint32, I)                                                                         \
-    X(uint64_t, uint64, I)                                                                         \
-    X(size_t, size, I)                                                                             \
-    X(ptrdiff_t, ptrdiff, I)
+#define RMA_TYPES TEST_RMA_TYPES
 
 /* Sized routines: X(bits, bytes per element). */
 #define SIZED(X) X(8, 1) X(16, 2) X(32, 4) X(64, 8) X(128, 16)

@@ -13,25 +13,10 @@
 #include <sched.h>
 #include <time.h>
 
+#include "test_types.h"
 #include "test_util.h"
 
-/* Point-to-point synchronization types: X(type, name, how the producer stores:
- * P = shmem_p only, A = shmem_p and atomic_set). */
-#define SYNC_TYPES(X)                                                                              \
-    X(short, short, P)                                                                             \
-    X(int, int, A)                                                                                 \
-    X(long, long, A)                                                                               \
-    X(long long, longlong, A)                                                                      \
-    X(unsigned short, ushort, P)                                                                   \
-    X(unsigned int, uint, A)                                                                       \
-    X(unsigned long, ulong, A)                                                                     \
-    X(unsigned long long, ulonglong, A)                                                            \
-    X(int32_t, int32, A)                                                                           \
-    X(int64_t, int64, A)                                                                           \
-    X(uint32_t, uint32, A)                                                                         \
-    X(uint64_t, uint64, A)                                                                         \
-    X(size_t, size, A)                                                                             \
-    X(ptrdiff_t, ptrdiff, A)
+/* Type table: TEST_SYNC_TYPES in test_types.h. */
 
 #define NV 8 /* array length */
 enum { K_SCALAR, K_ARRAY_WAIT, K_ARRAY_TEST, K_VECTOR_WAIT, K_VECTOR_TEST, NKIND };
@@ -320,11 +305,11 @@ static void go(long k);
         }                                                                                          \
     }
 
-SYNC_TYPES(DEF_SYNC)
+TEST_SYNC_TYPES(DEF_SYNC)
 
 static const tinfo_t types[] = {
 #define TINFO(T, N, HOW) {#N, sizeof(T), sat_##N, norm_##N, store_##N, waiter_##N, excluded_##N},
-    SYNC_TYPES(TINFO)};
+    TEST_SYNC_TYPES(TINFO)};
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 #define NCASES ((long)NTYPES * NCMP * NKIND)
 
