@@ -92,6 +92,23 @@ def test_on_stream_forms_on_host(me, data, sym_bytes, cuda_bound):
     ushmem.barrier_all_on_stream(None)
 
 
+def test_device_argument_resolution(monkeypatch):
+    """What init(device=...) binds (the library is not involved: no collective)."""
+    r = ushmem._resolve_device
+    assert r("cpu") == "cpu" and r("host") == "cpu"
+    assert r("cuda:3") == 3 and r(2) == 2
+    for bad in ("tpu", "cuda:x", -1, True):
+        with pytest.raises((ValueError, TypeError)):
+            r(bad)
+    monkeypatch.setenv("USHMEM_DEVICE", "5")
+    assert r(None) is None  # the library reads USHMEM_DEVICE itself
+    try:
+        import torch
+    except ImportError:
+        return
+    assert r(torch.device("cuda", 1)) == 1 and r(torch.device("cpu")) == "cpu"
+
+
 def test_barriers():
     for _ in range(3):
         ushmem.barrier_all()

@@ -282,16 +282,16 @@ def init_with_torch(group=None, thread_level=None, device=None):
     if rank < 0:
         raise _error(_ushmem.ERR_INVALID, "init_with_torch: this process is not in the group")
     backend = dist.get_backend(group)
-    device = torch.device("cpu")
+    bcast_dev = torch.device("cpu")  # where the uid travels (nccl: a CUDA tensor)
     if backend == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
+        bcast_dev = torch.device("cuda", torch.cuda.current_device())
     uid, failure = bytes(_ushmem.UNIQUEID_BYTES), None
     if rank == 0:
         try:
             uid = _ushmem.get_uniqueid()
         except Error as e:
             failure = e
-    t = torch.tensor(list(uid), dtype=torch.uint8, device=device)
+    t = torch.tensor(list(uid), dtype=torch.uint8, device=bcast_dev)
     if group is None:
         src = 0
     else:

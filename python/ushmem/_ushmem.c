@@ -3154,6 +3154,8 @@ static int amo_target(PyObject *o, PyObject *peobj, size_t size, void **dest, in
         return -1;
     if ((uintptr_t)s.sym % size)
         return err(ERR_INVALID, "%s: dest %p is not %zu-byte aligned", fn, (void *)s.sym, size);
+    if (check_sym_mapped(&s, *pe, fn, "dest"))
+        return -1;
     *dest = s.sym;
     return 0;
 }
