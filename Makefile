@@ -8,7 +8,7 @@ CMAKE_ARGS ?=
 CTEST       = ctest --output-on-failure -j $(JOBS) --timeout 180
 
 .PHONY: all build deps demo check check-unit check-python check-asan check-tsan check-format \
-        check-gen format gen bench bench-compare install clean
+        check-gen format gen bench bench-compare bench-mpi install clean
 
 all: build
 
@@ -69,6 +69,10 @@ bench-compare: build
 	@for n in 2 4; do \
 	  BENCH_SRC=bench/shmem_coll_bench.c NPES=$$n USHCC=$(BUILD)/tools/ushcc \
 	  USHRUN="$(BUILD)/tools/ushrun -n $$n" MAX_SIZE_MB=1 scripts/bench_compare.sh || exit 1; done
+
+# mpi hook: bench/shmem_bench.c over shm, over the mpi transport and with OSHMEM
+bench-mpi: build
+	@BUILD=$(BUILD) scripts/bench_mpi.sh
 
 install: build
 	@cmake --install $(BUILD)

@@ -67,6 +67,18 @@ static inline int test_verify(const void *buf, size_t n, int pe, int round, size
     return ok;
 }
 
+/* Whether every PE maps every other PE's memory (one host, shm), so that
+ * shmem_ptr works for all of them. False when the launch forces the mpi
+ * transport (USHMEM_TRANSPORTS without shm) or splits the PEs into pretend
+ * hosts (USHMEM_FAKE_HOSTS), as the tests/mpi runs of this suite do. */
+static inline int test_all_mapped(void)
+{
+    const char *t = getenv("USHMEM_TRANSPORTS"), *f = getenv("USHMEM_FAKE_HOSTS");
+    if (t && !strstr(t, "shm"))
+        return shmem_n_pes() == 1;
+    return !(f && atoi(f) > 1 && shmem_n_pes() > 1);
+}
+
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \

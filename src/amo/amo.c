@@ -2,14 +2,17 @@
  *
  * Atomicity rule (DESIGN.md): every AMO on a mapped peer is a CPU atomic
  * instruction on the shared page, which is atomic against the peer's own CPU
- * atomics and against other PEs' AMOs. Transports without mapping (mpi, later)
- * must route all AMOs of a job through one mechanism; see docs/design.md. */
+ * atomics and against other PEs' AMOs. When some peer of the job is reached
+ * through a transport without mapping (mpi), CPU and MPI atomics on one object
+ * would not be atomic with each other, so every AMO and signal update of the
+ * job goes through that transport instead (ushmemi_remote_tl; docs/mpi.md). */
 #include <string.h>
 
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
 #include "transport/cuda/devmem.h"
+#include "transport/transport.h"
 
 static char *amo_target(void *dest, size_t size, int pe, const char *call)
 {
@@ -21,7 +24,7 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
     if (ushmemi_seg_of(dest, size) < 0)
         ushmemi_fatal(call, "%p is not a symmetric address", dest);
     char *r = ushmemi_xlate(dest, pe);
-    if (!r)
+    if (!r && !ushmemi_remote_tl) /* mpi hook: unmapped peers: amo_remote() */
         ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
                       ushmemi_pe_transport_name(pe));
     return r;
@@ -44,6 +47,26 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
         }                                                                                          \
     } while (0)
 
+/* mpi hook: the AMO through the job's unmapped transport (see the top). */
+static uint64_t amo_remote(ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
+                           uint64_t cond, int pe, const char *call)
+{
+    ushmemi_amo_desc_t d = {
+        .op = op, .dtype = dtype, .remote = dest, .value = value, .cond = cond, .pe = pe};
+    int rc = ushmemi_remote_tl->amo(&d);
+    if (USHMEMI_UNLIKELY(rc))
+        ushmemi_fatal(call, "atomic on PE %d (transport %s): %s", pe, ushmemi_remote_tl->name,
+                      rc == USHMEM_EUNSUPPORTED ? "not supported on this memory" /* device heap */
+                                                : ushmemi_strerror(rc));
+    return d.result;
+}
+
+_Noreturn static void amo_unmapped(int pe, const char *call)
+{
+    ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
+                  ushmemi_pe_transport_name(pe));
+}
+
 /* Signed and unsigned, int and float of one size are the same bit operation
  * for every op we offer (two's complement add; floats only fetch/set/swap). */
 uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
@@ -55,6 +78,12 @@ uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest
     if (USHMEMI_DT_KIND(dtype) == USHMEMI_KIND_FLOAT && op != USHMEMI_AMO_FETCH &&
         op != USHMEMI_AMO_SET && op != USHMEMI_AMO_SWAP)
         ushmemi_fatal(call, "operation not defined for floating point");
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl)) { /* mpi hook: every host AMO of the job */
+        if (!ushmemi_cuda_is_sym(dest))
+            return amo_remote(op, dtype, dest, value, cond, pe, call);
+        if (!r)
+            amo_unmapped(pe, call);
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(dest)) /* cuda hook */
         return ushmemi_cuda_amo(op, size, r, value, cond, call);
     switch (size) {
@@ -82,6 +111,17 @@ void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int
 {
     pe = ushmemi_ctx_pe(ctx, pe, call);
     uint64_t *r = (uint64_t *)amo_target(sig_addr, sizeof *sig_addr, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl)) { /* mpi hook: signals are AMOs too */
+        if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+            ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+        if (!ushmemi_cuda_is_sym(sig_addr)) {
+            amo_remote(sig_op == SHMEM_SIGNAL_SET ? USHMEMI_AMO_SET : USHMEMI_AMO_ADD,
+                       USHMEMI_DT(USHMEMI_KIND_UINT, 8), sig_addr, signal, 0, pe, call);
+            return;
+        }
+        if (!r)
+            amo_unmapped(pe, call);
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(sig_addr) && /* cuda hook */
         (sig_op == SHMEM_SIGNAL_SET || sig_op == SHMEM_SIGNAL_ADD)) {
         ushmemi_cuda_signal(r, signal, sig_op, call);
@@ -107,4 +147,19 @@ void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nby
     ushmemi_put(ctx, dest, src, nbytes, pe, call);
     atomic_thread_fence(memory_order_seq_cst);
     ushmemi_signal_op(ctx, sig_addr, signal, sig_op, pe, call);
+}
+
+/* mpi hook: store v into PE pe's copy of the symmetric flag (barriers and
+ * collectives; one writer per flag): a release store when mapped here, else
+ * the transport's atomic SET, complete on return. */
+void ushmemi_flag_put(_Atomic uint64_t *flag, uint64_t v, int pe, const char *call)
+{
+    _Atomic uint64_t *r = ushmemi_xlate((const void *)flag, pe);
+    if (USHMEMI_LIKELY(r)) {
+        atomic_store_explicit(r, v, memory_order_release);
+        return;
+    }
+    if (!ushmemi_remote_tl)
+        amo_unmapped(pe, call);
+    amo_remote(USHMEMI_AMO_SET, USHMEMI_DT(USHMEMI_KIND_UINT, 8), (void *)flag, v, 0, pe, call);
 }

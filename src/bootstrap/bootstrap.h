@@ -13,7 +13,7 @@
 #include "shmemx.h"
 
 typedef struct ushmemi_bootstrap_ops {
-    const char *name; /* "launcher", "torchrun", "uid" or "single" */
+    const char *name; /* "launcher", "torchrun", "uid", "single" or "mpi" */
     /* Collective over all ranks; each returns 0 or a negative USHMEM_E* code
      * after printing one line. Each waits at most USHMEM_BOOTSTRAP_TIMEOUT
      * seconds for the slowest PE (so shmem_finalize must do its unbounded
@@ -27,6 +27,10 @@ typedef struct ushmemi_bootstrap_ops {
     int (*barrier)(void);
     /* Tear down the connections (collective, after a barrier). */
     void (*fini)(void);
+    /* mpi hook: end the whole job with status, for bootstraps that are not the
+     * star (which aborts through its own connections; NULL there). Does not
+     * return. ushmemi_bootstrap_abort calls it. */
+    void (*abort)(int status, const char *msg);
 } ushmemi_bootstrap_ops_t;
 
 typedef struct {

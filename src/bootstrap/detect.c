@@ -1,6 +1,7 @@
-/* Which launcher started us, and where its PEs meet: ushrun, torchrun, or
- * nothing (one PE). mpirun is recognised so that we can say it is not
- * supported yet instead of starting N jobs of one PE. */
+/* Which launcher started us, and where its PEs meet: ushrun, torchrun,
+ * mpirun (the MPI bootstrap, in libushmem_mpi.so), or nothing (one PE).
+ * Without the MPI module, mpirun is still recognised so that we can say why
+ * instead of starting N jobs of one PE. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "bootstrap/star.h"
 #include "core/internal.h"
+#include "transport/mpi/mpi.h"
 
 #define CALL "shmem_init"
 
@@ -199,12 +201,22 @@ int ushmemi_bootstrap_init_env(ushmemi_bootstrap_t *bs)
     if (!strcasecmp(want, "single"))
         return init_single(bs);
     if (!strcasecmp(want, "mpi")) {
+        /* mpi hook: the MPI bootstrap lives in libushmem_mpi.so (loaded now) */
+        int rc = ushmemi_mpi_bootstrap_init(bs, CALL);
+        if (rc != USHMEM_EUNSUPPORTED)
+            return rc;
+        const char *why = "";
+        ushmemi_mpi_load(&why);
         if (automatic)
-            ushmemi_bootstrap_error(CALL, "launched by mpirun, but the MPI bootstrap module is "
-                                          "not built yet; use ushrun");
+            ushmemi_bootstrap_error(CALL,
+                                    "launched by mpirun, but the MPI module cannot be "
+                                    "loaded (%s); use ushrun, or build ushmem with MPI",
+                                    why);
         else
-            ushmemi_bootstrap_error(CALL, "USHMEM_BOOTSTRAP=mpi: the MPI bootstrap module is not "
-                                          "built yet; use ushrun");
+            ushmemi_bootstrap_error(CALL,
+                                    "USHMEM_BOOTSTRAP=mpi: the MPI module cannot be "
+                                    "loaded (%s)",
+                                    why);
         return USHMEM_EUNSUPPORTED;
     }
     if (!strcasecmp(want, "uid")) {

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "bootstrap/star.h"
+#include "core/core.h"
 #include "core/state.h"
 
 #define BS_MAGIC   0x55534842u /* "USHB" */
@@ -727,10 +728,10 @@ static void bs_fini(void)
 }
 
 static const ushmemi_bootstrap_ops_t star_ops[] = {
-    [USHMEMI_BS_SINGLE] = {"single", bs_allgather, bs_bcast, bs_barrier, bs_fini},
-    [USHMEMI_BS_LAUNCHER] = {"launcher", bs_allgather, bs_bcast, bs_barrier, bs_fini},
-    [USHMEMI_BS_TORCHRUN] = {"torchrun", bs_allgather, bs_bcast, bs_barrier, bs_fini},
-    [USHMEMI_BS_UID] = {"uid", bs_allgather, bs_bcast, bs_barrier, bs_fini},
+    [USHMEMI_BS_SINGLE] = {"single", bs_allgather, bs_bcast, bs_barrier, bs_fini, NULL},
+    [USHMEMI_BS_LAUNCHER] = {"launcher", bs_allgather, bs_bcast, bs_barrier, bs_fini, NULL},
+    [USHMEMI_BS_TORCHRUN] = {"torchrun", bs_allgather, bs_bcast, bs_barrier, bs_fini, NULL},
+    [USHMEMI_BS_UID] = {"uid", bs_allgather, bs_bcast, bs_barrier, bs_fini, NULL},
 };
 
 /* ---- addresses and sockets ---- */
@@ -1371,7 +1372,13 @@ void ushmemi_bootstrap_monitor_stop(void)
 
 void ushmemi_bootstrap_abort(int status, const char *msg)
 {
-    if (!st.connected || st.nranks < 2)
+    if (!st.connected) { /* mpi hook: another bootstrap (mpi) aborts its own way */
+        const ushmemi_bootstrap_t *bs = ushmemi_bootstrap();
+        if (bs->ops && bs->ops->abort && bs->nranks > 1)
+            bs->ops->abort(status, msg);
+        return;
+    }
+    if (st.nranks < 2)
         return;
     atomic_store(&st.abort_status, status);
     atomic_store(&st.aborting, 1);

@@ -10,6 +10,7 @@
  * team sync, so on return nobody still reads this PE's source or dest and
  * nobody writes into it: the PE may reuse them and start the next collective
  * at once. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll.h"
@@ -43,9 +44,10 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
         while (atomic_load_explicit(&mine->bcast_flag, memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
         int pv = v & (v - 1), parent = (pv + root) % n;
-        const char *from = pv == 0 ? ushmemi_coll_peer(src, team, root, call)
-                                   : ushmemi_coll_peer(dest, team, parent, call);
-        memcpy(dest, from, nbytes);
+        if (pv == 0)
+            ushmemi_coll_get(dest, src, team, root, nbytes, call);
+        else
+            ushmemi_coll_get(dest, dest, team, parent, nbytes, call);
     }
     atomic_thread_fence(memory_order_seq_cst);
     /* Children of v are v + 2^k for 2^k below v's lowest set bit (any k for
@@ -60,10 +62,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
         if (v + m >= n)
             continue;
         int pe = ushmemi_team_world_pe(team, (v + m + root) % n);
-        ushmemi_coll_region_t *r = ushmemi_coll_region(pe);
-        if (!r)
-            ushmemi_fatal(call, "PE %d's memory is not mapped in this process", pe);
-        atomic_store_explicit(&r->slot[team->slot].bcast_flag, epoch, memory_order_release);
+        ushmemi_flag_put(&ushmemi_team_my_slot(team)->bcast_flag, epoch, pe, call);
     }
     ushmemi_team_sync(team, call);
     return 0;
@@ -97,7 +96,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
             if (j == me)
                 memmove(d, src, nbytes);
             else
-                memcpy(d, ushmemi_coll_peer(src, team, j, call), nbytes);
+                ushmemi_coll_get(d, src, team, j, nbytes, call);
         }
     ushmemi_team_sync(team, call);
     return 0;
@@ -112,29 +111,31 @@ int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbyte
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(src, nbytes, "source", call);
-    ushmemi_team_my_slot(team)->word[0] = nbytes;
+    uint64_t *word = &ushmemi_team_my_slot(team)->word[0];
+    *word = nbytes;
+    uint64_t *sizes = malloc((size_t)n * sizeof *sizes);
+    if (!sizes)
+        ushmemi_fatal(call, "out of memory");
     ushmemi_team_sync(team, call);
     /* Block sizes differ: my block goes after the blocks of members 0..j-1. */
     size_t total = 0;
     for (int j = 0; j < n; j++) {
-        ushmemi_coll_region_t *r = ushmemi_coll_region(ushmemi_team_world_pe(team, j));
-        if (!r)
-            ushmemi_fatal(call, "PE %d's memory is not mapped in this process",
-                          ushmemi_team_world_pe(team, j));
-        size_t sz = (size_t)r->slot[team->slot].word[0];
-        if (sz > SIZE_MAX - total)
+        sizes[j] = ushmemi_coll_word(word, team, j, call);
+        if (sizes[j] > SIZE_MAX - total)
             ushmemi_fatal(call, "collected size overflows");
-        total += sz;
+        total += sizes[j];
     }
     ushmemi_coll_sym(dest, total, "dest", call);
     size_t off = 0;
     for (int j = 0; j < n; j++) {
-        size_t sz =
-            (size_t)ushmemi_coll_region(ushmemi_team_world_pe(team, j))->slot[team->slot].word[0];
-        if (sz)
-            memmove((char *)dest + off, j == me ? src : ushmemi_coll_peer(src, team, j, call), sz);
+        size_t sz = (size_t)sizes[j];
+        if (sz && j == me)
+            memmove((char *)dest + off, src, sz);
+        else if (sz)
+            ushmemi_coll_get((char *)dest + off, src, team, j, sz, call);
         off += sz;
     }
+    free(sizes);
     ushmemi_team_sync(team, call);
     return 0;
 }
@@ -154,8 +155,12 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
     if (nbytes)
         for (int k = 0; k < n; k++) {
             int j = me + k >= n ? me + k - n : me + k;
-            const char *s = j == me ? (const char *)src : ushmemi_coll_peer(src, team, j, call);
-            memmove((char *)dest + (size_t)j * nbytes, s + (size_t)me * nbytes, nbytes);
+            if (j == me)
+                memmove((char *)dest + (size_t)j * nbytes, (const char *)src + (size_t)me * nbytes,
+                        nbytes);
+            else
+                ushmemi_coll_get((char *)dest + (size_t)j * nbytes,
+                                 (const char *)src + (size_t)me * nbytes, team, j, nbytes, call);
         }
     ushmemi_team_sync(team, call);
     return 0;
@@ -194,9 +199,15 @@ int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t 
     size_t dstep = (size_t)dst * esize, sstep = (size_t)sst * esize;
     for (int k = 0; nelems && k < n; k++) {
         int j = me + k >= n ? me + k - n : me + k;
-        const char *s = (j == me ? (const char *)src : ushmemi_coll_peer(src, team, j, call)) +
-                        (size_t)me * nelems * sstep;
+        const char *sym = (const char *)src + (size_t)me * nelems * sstep;
+        const char *s = j == me ? sym : ushmemi_xlate(sym, ushmemi_team_world_pe(team, j));
         char *d = (char *)dest + (size_t)j * nelems * dstep;
+        if (!s) { /* mpi hook: member not mapped here: get its elements */
+            for (size_t e = 0; e < (dst == 1 && sst == 1 ? 1 : nelems); e++)
+                ushmemi_coll_get(d + e * dstep, sym + e * sstep, team, j,
+                                 dst == 1 && sst == 1 ? nelems * esize : esize, call);
+            continue;
+        }
         if (dst == 1 && sst == 1) {
             memmove(d, s, nelems * esize);
             continue;

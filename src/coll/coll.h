@@ -1,9 +1,14 @@
 /* Shared helpers of the team collectives. Every collective here reads or
  * writes the other members' symmetric buffers through the mapping of their
  * heaps (ushmemi_xlate) and synchronizes with team syncs, so data moves in
- * parallel on all PEs and synchronization stays logarithmic. */
+ * parallel on all PEs and synchronization stays logarithmic. Members whose
+ * memory is not mapped here (other hosts: mpi) are read and written with
+ * blocking get/put through their transport instead (ushmemi_coll_get/put/src):
+ * the same algorithms, each copy a network transfer. */
 #ifndef USHMEM_COLL_H
 #define USHMEM_COLL_H
+
+#include <string.h>
 
 #include "core/prims.h"
 #include "core/team.h"
@@ -29,17 +34,52 @@ static inline void ushmemi_coll_sym(const void *addr, size_t len, const char *wh
         ushmemi_fatal(call, "%s (%p, %zu bytes) is not a symmetric object", what, addr, len);
 }
 
-/* Team member i's copy of the symmetric address addr. */
-static inline char *ushmemi_coll_peer(const void *addr, shmem_team_t team, int i, const char *call)
+/* mpi hook: copy n bytes of team member i's copy of sym into dst (a memcpy
+ * when mapped; else a blocking get through the member's transport). */
+static inline void ushmemi_coll_get(void *dst, const void *sym, shmem_team_t team, int i, size_t n,
+                                    const char *call)
 {
     int pe = ushmemi_team_world_pe(team, i);
-    char *p = ushmemi_xlate(addr, pe);
-    if (USHMEMI_UNLIKELY(!p))
-        ushmemi_fatal(call,
-                      "PE %d's memory is not mapped in this process: collectives need "
-                      "every team member on this host",
-                      pe);
-    return p;
+    const char *p = ushmemi_xlate(sym, pe);
+    if (USHMEMI_LIKELY(p))
+        memcpy(dst, p, n);
+    else
+        ushmemi_get(SHMEM_CTX_DEFAULT, dst, sym, n, pe, call);
+}
+
+/* mpi hook: copy n bytes from src into team member i's copy of sym (blocking:
+ * complete on return). */
+static inline void ushmemi_coll_put(void *sym, const void *src, shmem_team_t team, int i, size_t n,
+                                    const char *call)
+{
+    int pe = ushmemi_team_world_pe(team, i);
+    char *p = ushmemi_xlate(sym, pe);
+    if (USHMEMI_LIKELY(p))
+        memcpy(p, src, n);
+    else
+        ushmemi_put(SHMEM_CTX_DEFAULT, sym, src, n, pe, call);
+}
+
+/* mpi hook: member i's copy of sym for reading n bytes: the mapping, or a
+ * copy fetched into tmp (n bytes) when the member is not mapped. */
+static inline const char *ushmemi_coll_src(const void *sym, shmem_team_t team, int i, size_t n,
+                                           void *tmp, const char *call)
+{
+    int pe = ushmemi_team_world_pe(team, i);
+    const char *p = ushmemi_xlate(sym, pe);
+    if (USHMEMI_LIKELY(p))
+        return p;
+    ushmemi_get(SHMEM_CTX_DEFAULT, tmp, sym, n, pe, call);
+    return tmp;
+}
+
+/* mpi hook: the 64-bit word at sym in team member i's memory. */
+static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int i,
+                                         const char *call)
+{
+    uint64_t v;
+    ushmemi_coll_get(&v, sym, team, i, sizeof v, call);
+    return v;
 }
 
 /* Byte size of n elements of esize, or fatal on overflow. */

@@ -197,17 +197,18 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
         return USHMEM_EINVAL;
     ushmemi_team_sync(team, call);
 
-    _Alignas(64) unsigned char acc[BLOCK_BYTES];
+    _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     size_t per = BLOCK_BYTES / esize, lo, cnt = my_chunk(nelems, team, &lo);
     int n = team->size;
     for (size_t done = 0; done < cnt; done += per) {
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;
-        memcpy(acc, ushmemi_coll_peer(src, team, 0, call) + off, bytes);
+        const char *s = (const char *)src + off;
+        ushmemi_coll_get(acc, s, team, 0, bytes, call);
         for (int k = 1; k < n; k++)
-            fn(acc, ushmemi_coll_peer(src, team, k, call) + off, b, op);
+            fn(acc, ushmemi_coll_src(s, team, k, bytes, in, call), b, op);
         for (int k = 0; k < n; k++)
-            memcpy(ushmemi_coll_peer(dest, team, k, call) + off, acc, bytes);
+            ushmemi_coll_put((char *)dest + off, acc, team, k, bytes, call);
     }
     ushmemi_team_sync(team, call);
     return 0;
@@ -234,17 +235,17 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;
         memset(acc, 0, bytes); /* all-zero bits are 0 for every integer and IEEE type */
+        const char *s = (const char *)src + off;
+        char *d = (char *)dest + off;
         for (int k = 0; k < n; k++) {
-            const char *s = ushmemi_coll_peer(src, team, k, call) + off;
-            char *d = ushmemi_coll_peer(dest, team, k, call) + off;
             if (exclusive) {
                 /* read before writing: dest may be source */
-                memcpy(in, s, bytes);
-                memcpy(d, acc, bytes);
+                ushmemi_coll_get(in, s, team, k, bytes, call);
+                ushmemi_coll_put(d, acc, team, k, bytes, call);
                 fn(acc, in, b, USHMEMI_OP_SUM);
             } else {
-                fn(acc, s, b, USHMEMI_OP_SUM);
-                memcpy(d, acc, bytes);
+                fn(acc, ushmemi_coll_src(s, team, k, bytes, in, call), b, USHMEMI_OP_SUM);
+                ushmemi_coll_put(d, acc, team, k, bytes, call);
             }
         }
     }

@@ -19,12 +19,11 @@ void ushmemi_team_sync(shmem_team_t team, const char *call)
         int to = me + dist >= n ? me + dist - n : me + dist;
         int pe = ushmemi_team_world_pe(team, to);
         ushmemi_coll_region_t *peer = ushmemi_coll_region(pe);
-        if (USHMEMI_UNLIKELY(!peer))
-            ushmemi_fatal(call,
-                          "PE %d's memory is not mapped in this process: team "
-                          "synchronization needs every member on this host",
-                          pe);
-        atomic_store_explicit(&peer->slot[team->slot].sync_flag[r], epoch, memory_order_release);
+        if (USHMEMI_LIKELY(peer))
+            atomic_store_explicit(&peer->slot[team->slot].sync_flag[r], epoch,
+                                  memory_order_release);
+        else /* mpi hook: not mapped: through its transport */
+            ushmemi_flag_put(&mine->sync_flag[r], epoch, pe, call);
         ushmemi_waiter_t w = {0, call};
         while (atomic_load_explicit(&mine->sync_flag[r], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);

@@ -16,6 +16,16 @@ int ushmemi_transports_init(const char *call);
 void ushmemi_transports_fini(void);
 int ushmemi_pe_reachable(int pe);
 const char *ushmemi_pe_transport_name(int pe);
+/* mpi hook: the transport that reaches pe's host memory (NULL before init).
+ * The data paths call its ops when seg->peer[pe] is NULL (memory not mapped). */
+struct ushmemi_transport_ops;
+const struct ushmemi_transport_ops *ushmemi_peer_transport(int pe);
+/* mpi hook: set while some PE of the job reaches a peer through a transport
+ * that does not map memory (mpi). Then every AMO and signal update of the job,
+ * to mapped peers and to self included, goes through this transport's atomics
+ * (CPU and MPI atomics are not atomic with each other: docs/mpi.md), quiet and
+ * fence flush it, and wait loops drive its progress. NULL: shm/cuda only. */
+extern const struct ushmemi_transport_ops *ushmemi_remote_tl __attribute__((visibility("hidden")));
 
 /* Teams (src/core/team.c): SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED live here. */
 int ushmemi_teams_init(const char *call);

@@ -75,7 +75,13 @@ typedef enum {
     X(static_data, BOOL, "1", "USHMEM_STATIC_DATA",                                                \
       "Make the executable's global and static variables symmetric (remap at init)")               \
     X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")          \
-    X(cuda_ipc, STR, "vmm", "USHMEM_CUDA_IPC", "How device heaps are shared: vmm or legacy")
+    X(cuda_ipc, STR, "vmm", "USHMEM_CUDA_IPC", "How device heaps are shared: vmm or legacy")       \
+    X(mpi_module, STR, "", "USHMEM_MPI_MODULE",                                                    \
+      "Path of libushmem_mpi.so (default: beside libushmem.so)")                                   \
+    X(mpi_progress, INT, "100", "USHMEM_MPI_PROGRESS",                                             \
+      "mpi transport: microseconds between MPI progress calls of a helper thread (0: none)")       \
+    X(fake_hosts, INT, "0", "USHMEM_FAKE_HOSTS",                                                   \
+      "Testing: split the PEs into k pretend hosts by rank (mixed shm/mpi routes)")
 
 typedef struct {
 #define USHMEMI_ENV_FIELD_SIZE                           size_t

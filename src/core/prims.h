@@ -58,6 +58,10 @@ void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nby
                         const char *call);
 void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
                        const char *call);
+/* mpi hook: store v into PE pe's copy of the symmetric flag (barrier and
+ * collective flags, one writer each): a release store when the peer is mapped,
+ * else its transport's atomic SET; complete on return. */
+void ushmemi_flag_put(_Atomic uint64_t *flag, uint64_t v, int pe, const char *call);
 
 /* ---- Point-to-point synchronization ---- */
 /* Compare *ivar (dtype) with *value using SHMEM_CMP_*; 1 if satisfied. */

@@ -6,17 +6,20 @@
 #include "core/core.h"
 #include "core/local.h"
 #include "transport/cuda/devmem.h"
+#include "transport/mpi/mpi.h"
 #include "transport/transport.h"
 
 static const ushmemi_transport_ops_t *const all_transports[] = {
     &ushmemi_transport_shm,
     &ushmemi_transport_cuda, /* cuda hook: device heaps only (reachable for DEVICE) */
+    &ushmemi_transport_mpi,  /* mpi hook: peers not mapped here (other hosts); module */
 };
 #define NTRANSPORTS (sizeof all_transports / sizeof all_transports[0])
 
 static const ushmemi_transport_ops_t *active[NTRANSPORTS];
 static size_t nactive;
-static const ushmemi_transport_ops_t **peer_tl; /* [n_pes] host memory route */
+static const ushmemi_transport_ops_t **peer_tl;   /* [n_pes] host memory route */
+const ushmemi_transport_ops_t *ushmemi_remote_tl; /* mpi hook: see core.h */
 
 static const ushmemi_transport_ops_t *find_transport(const char *name, size_t len)
 {
@@ -36,15 +39,10 @@ static int select_transports(const char *call)
         if (len) {
             const ushmemi_transport_ops_t *t = find_transport(p, len);
             if (!t) {
-                if (!strncmp(p, "mpi", len))
-                    ushmemi_debug(call, "transport '%.*s' is not built into this library", (int)len,
-                                  p);
-                else {
-                    ushmemi_error(call,
-                                  "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm, cuda)",
-                                  (int)len, p);
-                    return USHMEM_EINVAL;
-                }
+                ushmemi_error(call,
+                              "USHMEM_TRANSPORTS: unknown transport '%.*s' (known: shm, cuda, mpi)",
+                              (int)len, p);
+                return USHMEM_EINVAL;
             } else if (t->unusable_reason && t->unusable_reason()) {
                 ushmemi_debug(call, "transport %s unusable: %s", t->name, t->unusable_reason());
             } else if (nactive < NTRANSPORTS) {
@@ -59,6 +57,15 @@ static int select_transports(const char *call)
      * it: it is not checked for usability here. */
     if (!getenv("USHMEM_TRANSPORTS") && nactive < NTRANSPORTS)
         active[nactive++] = &ushmemi_transport_cuda;
+    /* mpi hook: likewise the mpi transport joins, last, when some PE runs on
+     * another host. is_local is the same host map on every PE, so they all
+     * decide alike (its attach is collective); it loads libushmem_mpi.so. */
+    int remote = 0;
+    for (int pe = 0; pe < ushmemi_g.n_pes; pe++)
+        remote |= !ushmemi_g.is_local[pe];
+    if (!getenv("USHMEM_TRANSPORTS") && remote && nactive < NTRANSPORTS &&
+        !ushmemi_transport_mpi.unusable_reason())
+        active[nactive++] = &ushmemi_transport_mpi;
     if (!nactive) {
         ushmemi_error(call, "USHMEM_TRANSPORTS='%s' leaves no usable transport",
                       ushmemi_env.transports);
@@ -67,17 +74,65 @@ static int select_transports(const char *call)
     return 0;
 }
 
+/* mpi hook: every PE must agree on whether the mpi transport is active (its
+ * attach is collective) and on how atomics are routed (docs/mpi.md). One
+ * allgathered byte of flags per PE; *any and *all get their OR and AND. */
+enum { AGREE_MPI = 1, AGREE_FAILED = 2 };
+static int agree(unsigned char mine, int *any, int *all, const char *call)
+{
+    int n = ushmemi_g.n_pes;
+    unsigned char *bytes = malloc((size_t)n);
+    int rc = bytes ? ushmemi_bootstrap()->ops->allgather(&mine, bytes, 1) : USHMEM_ENOMEM;
+    if (rc)
+        ushmemi_error(call, "transport selection exchange failed: %s", ushmemi_strerror(rc));
+    *any = 0;
+    *all = 0xff;
+    for (int pe = 0; pe < n && !rc; pe++) {
+        *any |= bytes[pe];
+        *all &= bytes[pe];
+    }
+    free(bytes);
+    return rc;
+}
+
+static int mpi_is_active(void)
+{
+    for (size_t i = 0; i < nactive; i++)
+        if (active[i] == &ushmemi_transport_mpi)
+            return 1;
+    return 0;
+}
+
 int ushmemi_transports_init(const char *call)
 {
-    int rc = select_transports(call);
+    int rc = ushmemi_locality_init(call); /* mpi hook: before the selection, which uses it */
     if (rc)
         return rc;
-    rc = ushmemi_locality_init(call);
-    if (rc)
+    rc = select_transports(call);
+    /* Always take part, so that a PE failing here fails the others too. */
+    int any = 0, all = 0,
+        arc = agree(rc                ? AGREE_FAILED
+                    : mpi_is_active() ? AGREE_MPI
+                                      : 0,
+                    &any, &all, call);
+    if (!rc && arc)
+        rc = arc;
+    else if (!rc && (any & AGREE_FAILED))
+        rc = USHMEM_EBOOTSTRAP; /* that PE said why */
+    else if (!rc && (any & AGREE_MPI) != (all & AGREE_MPI)) {
+        ushmemi_error(call, "the mpi transport is active on some PEs only: set the same "
+                            "USHMEM_TRANSPORTS on every PE");
+        rc = USHMEM_EINVAL;
+    }
+    if (rc) {
+        ushmemi_locality_fini();
         return rc;
+    }
     peer_tl = calloc((size_t)ushmemi_g.n_pes, sizeof *peer_tl);
-    if (!peer_tl)
+    if (!peer_tl) {
+        ushmemi_locality_fini();
         return USHMEM_ENOMEM;
+    }
     size_t i;
     for (i = 0; i < nactive; i++) {
         rc = active[i]->init();
@@ -89,20 +144,41 @@ int ushmemi_transports_init(const char *call)
             goto undo;
         }
     }
-    for (int pe = 0; pe < ushmemi_g.n_pes; pe++) {
+    /* mpi hook: also note whether a peer is reached through a transport that
+     * maps nothing; if any PE does, it carries every AMO of the job (core.h). */
+    const ushmemi_transport_ops_t *unmapped = NULL;
+    for (int pe = 0; pe < ushmemi_g.n_pes && !rc; pe++) {
         for (i = 0; i < nactive && !peer_tl[pe]; i++)
             if (active[i]->reachable(pe, USHMEMI_MEM_HOST))
                 peer_tl[pe] = active[i];
         if (!peer_tl[pe]) {
+            const char *why = ushmemi_transport_mpi.unusable_reason();
             ushmemi_error(call,
                           "PE %d is not reachable with transports '%s' (it runs on "
-                          "another host; the mpi transport is needed)",
-                          pe, ushmemi_env.transports);
+                          "another host; the mpi transport is needed%s%s)",
+                          pe, getenv("USHMEM_TRANSPORTS") ? ushmemi_env.transports : "default",
+                          why ? ", but " : "", why ? why : "");
             rc = USHMEM_EUNREACH;
-            i = nactive;
-            goto undo;
+        } else if (pe != ushmemi_g.my_pe && !(peer_tl[pe]->caps & USHMEMI_CAP_MAP)) {
+            unmapped = peer_tl[pe];
         }
     }
+    arc = agree(rc ? AGREE_FAILED : unmapped ? AGREE_MPI : 0, &any, &all, call);
+    if (!rc && arc)
+        rc = arc;
+    else if (!rc && (any & AGREE_FAILED))
+        rc = USHMEM_EUNREACH; /* that PE said why */
+    if (!rc && (any & AGREE_MPI) && !unmapped)
+        unmapped = mpi_is_active() ? &ushmemi_transport_mpi : NULL;
+    if (!rc && (any & AGREE_MPI) && !unmapped) {
+        ushmemi_error(call, "peers use the mpi transport but this PE cannot");
+        rc = USHMEM_EUNREACH;
+    }
+    if (rc) {
+        i = nactive;
+        goto undo;
+    }
+    ushmemi_remote_tl = (any & AGREE_MPI) ? unmapped : NULL;
     return 0;
 undo:
     while (i-- > 0) {
@@ -117,6 +193,7 @@ undo:
 
 void ushmemi_transports_fini(void)
 {
+    ushmemi_remote_tl = NULL; /* mpi hook */
     for (size_t i = nactive; i-- > 0;) {
         active[i]->detach();
         active[i]->fini();
@@ -130,6 +207,11 @@ void ushmemi_transports_fini(void)
 int ushmemi_pe_reachable(int pe)
 {
     return peer_tl && peer_tl[pe] != NULL;
+}
+
+const ushmemi_transport_ops_t *ushmemi_peer_transport(int pe)
+{
+    return peer_tl ? peer_tl[pe] : NULL;
 }
 
 const char *ushmemi_pe_transport_name(int pe)
@@ -146,10 +228,13 @@ void ushmemi_transport_describe(FILE *out)
             ushmemi_cuda_describe(out);
             continue;
         }
+        if (all_transports[i] == &ushmemi_transport_mpi) { /* mpi hook: the MPI library */
+            ushmemi_mpi_describe(out);
+            continue;
+        }
         const char *why =
             all_transports[i]->unusable_reason ? all_transports[i]->unusable_reason() : NULL;
         fprintf(out, "  %-6s %s%s\n", all_transports[i]->name, why ? "unusable: " : "usable",
                 why ? why : "");
     }
-    fprintf(out, "  %-6s not built (multi-host; see issue \"Multi-host\")\n", "mpi");
 }

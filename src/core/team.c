@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
@@ -192,10 +193,10 @@ static int agree_slots(shmem_team_t parent, int nslots, int *slots, const char *
     ushmemi_team_sync(parent, call);
     uint64_t used[USHMEMI_TEAM_MAP_WORDS] = {0};
     for (int i = 0; i < parent->size; i++) {
-        const ushmemi_team_slot_t *s =
-            &ushmemi_coll_region(ushmemi_team_world_pe(parent, i))->slot[parent->slot];
+        uint64_t theirs[USHMEMI_TEAM_MAP_WORDS]; /* mpi hook: mapped or not */
+        ushmemi_coll_get(theirs, mine->word, parent, i, sizeof theirs, call);
         for (int w = 0; w < USHMEMI_TEAM_MAP_WORDS; w++)
-            used[w] |= s->word[w];
+            used[w] |= theirs[w];
     }
     /* Nobody may overwrite its words (next split) before all have read them. */
     ushmemi_team_sync(parent, call);
@@ -386,21 +387,17 @@ shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const c
         if (aset_cache[i].key == key)
             return aset_cache[i].team;
 
-    /* First use here: find or claim the triple's entry in PE 0's table. */
-    ushmemi_coll_region_t *r0 = ushmemi_coll_region(0);
-    if (!r0)
-        ushmemi_fatal(call, "active-set collectives need PE 0's memory mapped here");
+    /* First use here: find or claim the triple's entry in PE 0's table, with
+     * AMOs (mpi hook: so they go wherever the job's atomics go). */
+    _Atomic uint64_t *keys = ushmemi_coll_region(ushmemi_g.my_pe)->aset_key; /* PE 0's, by offset */
+    const int dt = USHMEMI_DT(USHMEMI_KIND_UINT, 8);
     int idx = -1;
     for (int i = 0; i < USHMEMI_ASET_MAX && idx < 0; i++) {
-        uint64_t cur = atomic_load(&r0->aset_key[i]);
-        if (cur == 0) {
-            uint64_t zero = 0;
-            if (atomic_compare_exchange_strong(&r0->aset_key[i], &zero, key))
-                idx = i;
-            else
-                cur = zero;
-        }
-        if (cur == key)
+        void *k = (void *)&keys[i];
+        uint64_t cur = ushmemi_amo(SHMEM_CTX_DEFAULT, USHMEMI_AMO_FETCH, dt, k, 0, 0, 0, call);
+        if (cur == 0)
+            cur = ushmemi_amo(SHMEM_CTX_DEFAULT, USHMEMI_AMO_CSWAP, dt, k, key, 0, 0, call);
+        if (cur == 0 || cur == key)
             idx = i;
     }
     if (idx < 0)

@@ -8,6 +8,7 @@
 #include "core/prims.h"
 #include "core/team.h"
 #include "transport/cuda/devmem.h"
+#include "transport/transport.h"
 
 _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *call)
 {
@@ -41,11 +42,40 @@ static inline char *remote_addr(const void *addr, size_t n, int pe, const char *
             if (off < seg->size) {
                 if (USHMEMI_LIKELY(n <= seg->size - off && seg->peer[pe]))
                     return seg->peer[pe] + off;
+                if (n <= seg->size - off && ushmemi_remote_tl)
+                    return NULL; /* mpi hook: not mapped here: rma_remote() moves it */
                 break;
             }
         }
     }
     rma_fail(addr, n, pe, call);
+}
+
+/* mpi hook: pe's memory is not mapped here (remote_addr() said NULL): move
+ * the bytes with pe's transport. Blocking unless nbi (then: at quiet). */
+static void rma_remote(int is_put, void *sym, void *local, size_t n, int pe, int nbi,
+                       const char *call)
+{
+    const ushmemi_transport_ops_t *t = ushmemi_peer_transport(pe);
+    int rc = !t || !t->put ? USHMEM_EUNREACH
+             : is_put      ? t->put(sym, local, n, pe, nbi)
+                           : t->get(local, sym, n, pe, nbi);
+    if (USHMEMI_UNLIKELY(rc))
+        ushmemi_fatal(call, "PE %d (transport %s): %s", pe, ushmemi_pe_transport_name(pe),
+                      rc == USHMEM_EUNSUPPORTED
+                          ? "only its host heap and globals are reachable from here"
+                          : ushmemi_strerror(rc));
+}
+
+/* mpi hook: strided blocks to or from an unmapped peer, complete on return. */
+static void rma_remote_strided(int is_put, char *sym, char *local, size_t sym_step,
+                               size_t local_step, size_t width, size_t nblocks, int pe,
+                               const char *call)
+{
+    for (size_t b = 0; b < nblocks; b++)
+        rma_remote(is_put, sym + b * sym_step, local + b * local_step, width, pe, 1, call);
+    if (ushmemi_remote_tl->quiet())
+        ushmemi_fatal(call, "completing strided transfers to PE %d failed", pe);
 }
 
 void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
@@ -55,6 +85,10 @@ void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, in
     if (USHMEMI_UNLIKELY(nbytes == 0))
         return;
     char *r = remote_addr(dest, nbytes, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote(1, dest, (void *)src, nbytes, pe, 0, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
         ushmemi_cuda_put(r, src, nbytes, ushmemi_cuda_is_sym(dest), 0, call))
         return;
@@ -68,6 +102,10 @@ void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, in
     if (USHMEMI_UNLIKELY(nbytes == 0))
         return;
     const char *r = remote_addr(src, nbytes, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote(0, (void *)src, dest, nbytes, pe, 0, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
         ushmemi_cuda_get(dest, r, nbytes, ushmemi_cuda_is_sym(src), 0, call))
         return;
@@ -77,12 +115,26 @@ void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, in
 void ushmemi_put_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
                      const char *call)
 {
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && nbytes) { /* mpi hook: unmapped: done at quiet */
+        int wpe = ushmemi_ctx_pe(ctx, pe, call);
+        if (!remote_addr(dest, nbytes, wpe, call)) {
+            rma_remote(1, dest, (void *)src, nbytes, wpe, 1, call);
+            return;
+        }
+    }
     ushmemi_put(ctx, dest, src, nbytes, pe, call);
 }
 
 void ushmemi_get_nbi(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
                      const char *call)
 {
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && nbytes) { /* mpi hook: unmapped: done at quiet */
+        int wpe = ushmemi_ctx_pe(ctx, pe, call);
+        if (!remote_addr(src, nbytes, wpe, call)) {
+            rma_remote(0, (void *)src, dest, nbytes, wpe, 1, call);
+            return;
+        }
+    }
     ushmemi_get(ctx, dest, src, nbytes, pe, call);
 }
 
@@ -142,6 +194,10 @@ void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int
 {
     pe = ushmemi_ctx_pe(ctx, pe, call);
     char *r = remote_addr(dest, esize, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote(1, dest, (void *)value, esize, pe, 0, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
         ushmemi_cuda_put(r, value, esize, ushmemi_cuda_is_sym(dest), 0, call))
         return;
@@ -156,6 +212,10 @@ void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize,
 {
     pe = ushmemi_ctx_pe(ctx, pe, call);
     const char *r = remote_addr(src, esize, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote(0, (void *)src, out, esize, pe, 0, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
         ushmemi_cuda_get(out, r, esize, ushmemi_cuda_is_sym(src), 0, call))
         return;
@@ -199,6 +259,11 @@ void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
     size_t span = strided_span(dst, nblocks, esize, call) + (bsize - 1) * esize;
     strided_span(sst, nblocks, esize, call);
     char *r = remote_addr(dest, span, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote_strided(1, dest, (char *)src, (size_t)dst * esize, (size_t)sst * esize,
+                           bsize * esize, nblocks, pe, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
         ushmemi_cuda_strided(r, (size_t)dst * esize, src, (size_t)sst * esize, bsize * esize,
                              nblocks, ushmemi_cuda_is_sym(dest), call))
@@ -223,6 +288,11 @@ void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
     size_t span = strided_span(sst, nblocks, esize, call) + (bsize - 1) * esize;
     strided_span(dst, nblocks, esize, call);
     const char *r = remote_addr(src, span, pe, call);
+    if (USHMEMI_UNLIKELY(!r)) { /* mpi hook */
+        rma_remote_strided(0, (char *)src, dest, (size_t)sst * esize, (size_t)dst * esize,
+                           bsize * esize, nblocks, pe, call);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
         ushmemi_cuda_strided(dest, (size_t)dst * esize, r, (size_t)sst * esize, bsize * esize,
                              nblocks, ushmemi_cuda_is_sym(src), call))
@@ -246,12 +316,17 @@ void ushmemi_quiet(shmem_ctx_t ctx)
     (void)ctx;
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active)) /* cuda hook: device nbi copies */
         ushmemi_cuda_quiet();
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && ushmemi_remote_tl->quiet()) /* mpi hook */
+        ushmemi_fatal("shmem_quiet", "completing transfers to unmapped peers failed");
     atomic_thread_fence(memory_order_seq_cst);
 }
 
 void ushmemi_fence(shmem_ctx_t ctx)
 {
     (void)ctx;
+    /* mpi hook: MPI orders nothing between flushes, so fence flushes too */
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && ushmemi_remote_tl->fence())
+        ushmemi_fatal("shmem_fence", "ordering transfers to unmapped peers failed");
     atomic_thread_fence(memory_order_seq_cst);
 }
 

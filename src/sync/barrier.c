@@ -21,7 +21,11 @@ void ushmemi_sync_world(void)
         int to = me + dist;
         if (to >= n)
             to -= n;
-        atomic_store_explicit(&peer_sync(to)->barrier_flag[r][0], epoch, memory_order_release);
+        ushmemi_sync_region_t *p = peer_sync(to);
+        if (USHMEMI_LIKELY(p))
+            atomic_store_explicit(&p->barrier_flag[r][0], epoch, memory_order_release);
+        else /* mpi hook: not mapped: through its transport */
+            ushmemi_flag_put(&mine->barrier_flag[r][0], epoch, to, "shmem_barrier_all");
         ushmemi_waiter_t w = {0, "shmem_barrier_all"};
         while (atomic_load_explicit(&mine->barrier_flag[r][0], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);

@@ -4,8 +4,10 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "core/prims.h"
 #include "transport/cuda/devmem.h"
+#include "transport/transport.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -23,6 +25,9 @@
  * spins, see docs/design.md). */
 void ushmemi_wait_poll(ushmemi_waiter_t *w)
 {
+    /* mpi hook: RMA aimed at this PE may need its MPI progress to complete */
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl))
+        ushmemi_remote_tl->progress();
     if (w->spins < ushmemi_g.spin_limit) {
         /* pause even on the first polls: without it the CPU speculates ahead
          * on the flag and pays a pipeline flush when the line arrives
@@ -32,6 +37,14 @@ void ushmemi_wait_poll(ushmemi_waiter_t *w)
         return;
     }
     sched_yield();
+}
+
+/* mpi hook: test and signal_fetch also drive the unmapped transport's
+ * progress: a PE that polls with shmem_test is waiting too. */
+static inline void test_progress(void)
+{
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl))
+        ushmemi_remote_tl->progress();
 }
 
 #define CMP(a, b, cmp)                                                                             \
@@ -98,6 +111,7 @@ void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *val
 
 int ushmemi_test(volatile void *ivar, int dtype, int cmp, const void *value, const char *call)
 {
+    test_progress(); /* mpi hook */
     check_ivar(ivar, dtype, call);
     check_cmp(cmp, call);
     return ushmemi_compare(ivar, dtype, cmp, value, call);
@@ -134,6 +148,7 @@ static inline int included(const int *status, size_t i)
 int ushmemi_test_all(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
                      const void *value, const void *values, const char *call)
 {
+    test_progress(); /* mpi hook */
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     for (size_t i = 0; i < nelems; i++)
         if (included(status, i) && !ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
@@ -161,6 +176,7 @@ void ushmemi_wait_until_all(volatile void *ivars, size_t nelems, const int *stat
 size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
                         const void *value, const void *values, const char *call)
 {
+    test_progress(); /* mpi hook */
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     for (size_t i = 0; i < nelems; i++)
         if (included(status, i) && ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
@@ -192,6 +208,7 @@ size_t ushmemi_test_some(volatile void *ivars, size_t nelems, size_t *indices, c
                          int dtype, int cmp, const void *value, const void *values,
                          const char *call)
 {
+    test_progress(); /* mpi hook */
     check_array(ivars, nelems, dtype, cmp, value, values, call);
     size_t n = 0;
     for (size_t i = 0; i < nelems; i++)
@@ -235,6 +252,7 @@ static uint64_t load_signal(const uint64_t *sig_addr, const char *call)
 USHMEMI_API uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     USHMEMI_CHECK_INIT("shmem_signal_fetch");
+    test_progress(); /* mpi hook */
     if (!sig_addr || (uintptr_t)sig_addr % 8)
         ushmemi_fatal("shmem_signal_fetch", "sig_addr %p is NULL or misaligned",
                       (const void *)sig_addr);

@@ -83,7 +83,8 @@ static const char *const managed_env[] = {"USHMEM_RANK",
                                           "TORCHELASTIC_RUN_ID",
                                           "OMPI_COMM_WORLD_RANK",
                                           "PMI_RANK",
-                                          "PMIX_RANK"};
+                                          "PMIX_RANK",
+                                          "USHMEM_MPI_MODULE"};
 
 static double now_s(void)
 {
@@ -130,6 +131,8 @@ static void set_env(const job_t *j, int rank)
         setenv_int("MASTER_PORT", j->master_port);
     } else if (!strcmp(j->mode, "mpi")) {
         setenv_int("OMPI_COMM_WORLD_RANK", rank);
+        /* the case without the MPI module (tests/mpi runs it for real) */
+        setenv("USHMEM_MPI_MODULE", "/nonexistent/libushmem_mpi.so", 1);
     }
 }
 
@@ -722,7 +725,8 @@ static void test_mpi_detected(void)
     job_init(&j, "mpi", 1);
     kid_spawn(&k, body_expect_unsupported, 0, &j);
     const char *why = kids_wait(&k, 1, 10) ? "timed out" : all_exited_0(&k, 1);
-    if (!why && !kid_says(&k, "launched by mpirun, but the MPI bootstrap module is not built"))
+    if (!why && !kid_says(&k, "launched by mpirun, but the MPI module cannot be loaded "
+                              "(USHMEM_MPI_MODULE=/nonexistent/libushmem_mpi.so: no such file)"))
         why = "no clear message";
     report("mpirun detected: EUNSUPPORTED with a clear message", why, &k, 1);
 }

@@ -54,11 +54,15 @@ int main(void)
     shmem_barrier_all();
     CHECK(static_struct.tag == 100 + from, "tag %d after swap from PE %d", static_struct.tag, from);
 
-    /* shmem_ptr on a global gives a pointer we can store through */
+    /* shmem_ptr on a global gives a pointer we can store through (where
+     * peers are mapped; otherwise NULL, and a put does it) */
     int *peer = shmem_ptr(&global_data[255], to);
-    CHECK(peer != NULL, "shmem_ptr on a global");
+    CHECK(peer != NULL || !test_all_mapped(), "shmem_ptr on a global");
     shmem_barrier_all();
-    *peer = -me - 1;
+    if (peer)
+        *peer = -me - 1;
+    else
+        shmem_int_p(&global_data[255], -me - 1, to);
     shmem_barrier_all();
     CHECK(global_data[255] == -from - 1, "store through shmem_ptr: %d", global_data[255]);
     shmem_finalize();

@@ -28,7 +28,9 @@ int main(void)
     CHECK(q == SHMEM_THREAD_MULTIPLE, "query_thread %d", q);
     CHECK(shmem_query_initialized(), "not initialized after init");
     int me = shmem_my_pe(), np = shmem_n_pes();
-    const char *want_np = getenv("USHMEM_NPES");
+    const char *want_np = getenv("USHMEM_NPES"); /* ushrun; mpirun: */
+    if (!want_np)
+        want_np = getenv("OMPI_COMM_WORLD_SIZE");
     CHECK(want_np && np == atoi(want_np), "n_pes %d, launcher said %s", np, want_np);
     CHECK(me >= 0 && me < np, "my_pe %d", me);
     CHECK(_my_pe() == me && _num_pes() == np, "deprecated queries");

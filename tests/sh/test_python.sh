@@ -41,7 +41,8 @@ PY
 [ "$out" = "alive" ] && pass "not initialized raises" || bad "not initialized raises" "$out"
 
 # 3. Launched by mpirun but raw init(): a clear Error, not exit(1).
-out=$(OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 timeout 30 "$py" -c "
+out=$(OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 USHMEM_MPI_MODULE=/nonexistent/libushmem_mpi.so \
+  timeout 30 "$py" -c "
 import ushmem
 try:
     ushmem.init()

@@ -490,10 +490,19 @@ static void progress_without_target(void)
         if (me == storer) {
             int *flag = shmem_ptr(g_flag, obs);
             unsigned char *pay = shmem_ptr(g_payload, obs);
-            CHECK(flag && pay, "shmem_ptr to PE %d on this host is NULL", obs);
+            CHECK((flag && pay) || !test_all_mapped(), "shmem_ptr to PE %d on this host is NULL",
+                  obs);
             sleep_us(2000 + (unsigned)(test_seed() % 3000));
-            test_fill(pay, 4096, me, 1000 + round);
-            __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+            if (flag && pay) {
+                test_fill(pay, 4096, me, 1000 + round);
+                __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+            } else { /* not mapped (mpi): blocking puts, then no more library calls */
+                unsigned char buf[4096];
+                test_fill(buf, 4096, me, 1000 + round);
+                shmem_putmem(g_payload, buf, 4096, obs);
+                shmem_fence();
+                shmem_int_p(g_flag, 1, obs);
+            }
             volatile int *stop = g_stop;
             while (!*stop)
                 sched_yield(); /* a system call, not the library */

@@ -1,0 +1,49 @@
+/* The boundary between the core (libushmem) and the MPI module
+ * (libushmem_mpi.so: the mpi transport and the MPI bootstrap).
+ *
+ * The core never links MPI: it dlopen()s the module when a job needs it and
+ * calls its one exported symbol, USHMEMI_MPI_ENTRY, with a table of what the
+ * module may use of the core. The core's own symbols are hidden, so the
+ * module reaches the runtime state, the environment and the error reporting
+ * only through that table. Both sides are built from one tree; abi and
+ * state_size catch a module left over from another build. */
+#ifndef USHMEM_MPI_MODULE_H
+#define USHMEM_MPI_MODULE_H
+
+#include <stddef.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/state.h"
+#include "transport/transport.h"
+
+#define USHMEMI_MPI_ABI       3u
+#define USHMEMI_MPI_ENTRY     "ushmem_mpi_module_v3"
+#define USHMEMI_MPI_FILE_NAME "libushmem_mpi.so"
+
+/* What the core lends the module. */
+typedef struct {
+    unsigned abi;
+    size_t state_size, env_size; /* sizeof as the core was built */
+    ushmemi_state_t *g;
+    const ushmemi_env_t *env;
+    void (*error)(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
+    void (*debug)(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
+} ushmemi_mpi_core_t;
+
+/* What the module offers. */
+typedef struct {
+    unsigned abi;
+    size_t state_size, env_size; /* as the module was built: must match the core's */
+    /* "Open MPI v4.1.4, ..." (first line of MPI_Get_library_version). */
+    const char *(*library_version)(void);
+    /* MPI bootstrap over MPI_COMM_WORLD: MPI_Init_thread unless MPI is
+     * initialized already (then MPI stays the application's). 0 or a negative
+     * USHMEM_E* code after one line. */
+    int (*bootstrap_init)(ushmemi_bootstrap_t *bs, const char *call);
+    /* The mpi transport (ops for unmapped peers: put, get, amo, quiet...). */
+    const ushmemi_transport_ops_t *transport;
+} ushmemi_mpi_module_t;
+
+typedef const ushmemi_mpi_module_t *(*ushmemi_mpi_entry_fn)(const ushmemi_mpi_core_t *core);
+
+#endif
