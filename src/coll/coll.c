@@ -18,6 +18,9 @@
 static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
                  int root_dest, const char *call)
 {
+    /* Device-heap buffers: on the GPU (both the team and the active-set form). */
+    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+        return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
@@ -71,8 +74,6 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
 int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
                       const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
-        return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
     return bcast(team, dest, src, nbytes, root, 1, call);
 }
 
