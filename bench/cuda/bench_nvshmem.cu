@@ -1,6 +1,9 @@
 // NVSHMEM on one GPU shared by 2 PEs (this process forks the second; unique-id
 // bootstrap, as /work/shared/anchors/nvshmem_two_pes_one_gpu.cu): the same
 // measurements as bench_ushmem.cu, printed the same way (impl "nvshmem").
+// Device: rank % device count (two GPUs: one PE each; one GPU: both on GPU 0).
+// Also alltoallmem/broadcastmem on a stream (alltoall_us / broadcast_us, bytes
+// per block, COLL_MAX bytes at most, default 16 MiB), as bench_ushmem.cu.
 // Build: nvcc -O2 -arch=sm_90 -rdc=true -I$NVSHMEM/include -L$NVSHMEM/lib
 //        -l:libnvshmem_host.so.3 -lnvshmem_device; run with NVSHMEM_DISABLE_NVLS=1.
 #include <cuda_runtime.h>
@@ -30,7 +33,10 @@ static double now()
 
 static int run(int rank, int n, nvshmemx_uniqueid_t id, size_t maxsz)
 {
-    CK(cudaSetDevice(0));
+    int ndev = 1;
+    CK(cudaGetDeviceCount(&ndev));
+    CK(cudaSetDevice(rank % ndev));
+    printf("# nvshmem PE %d of %d: CUDA device %d\n", rank, n, rank % ndev);
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
     nvshmemx_set_attr_uniqueid_args(rank, n, &id, &attr);
     if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) {
@@ -111,6 +117,41 @@ static int run(int rank, int n, nvshmemx_uniqueid_t id, size_t maxsz)
     if (rank == 0)
         printf("R nvshmem host_barrier_all_us 0 %.3f\n", hb);
     fflush(stdout);
+
+    // alltoall and broadcast on a stream, every PE (as bench_ushmem.cu)
+    const char *cm = getenv("COLL_MAX");
+    size_t cmax = cm ? strtoull(cm, NULL, 0) : (size_t)16 << 20;
+    if (cmax > maxsz / 2)
+        cmax = maxsz / 2;
+    for (int op = 0; op < 2 && cmax >= 8; op++) {
+        for (size_t sz = 8; sz <= cmax; sz *= 2) {
+            int it = sz < (1u << 20) ? 200 : 20;
+            double us = 1e30;
+            for (int rep = -1; rep < 3; rep++) { /* rep -1: warm-up */
+                nvshmem_barrier_all();
+                CK(cudaEventRecord(a, s));
+                for (int i = 0; i < it; i++) {
+                    int rc = op == 0 ? nvshmemx_alltoallmem_on_stream(NVSHMEM_TEAM_WORLD, buf, src,
+                                                                      sz, s)
+                                     : nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, buf,
+                                                                       src, sz, 0, s);
+                    if (rc) {
+                        fprintf(stderr, "nvshmem PE %d: collective %d failed (%d)\n", rank, op, rc);
+                        exit(1);
+                    }
+                }
+                CK(cudaEventRecord(b, s));
+                CK(cudaEventSynchronize(b));
+                CK(cudaEventElapsedTime(&ms, a, b));
+                if (rep >= 0 && ms * 1e3 / it < us)
+                    us = ms * 1e3 / it;
+            }
+            if (rank == 0)
+                printf("R nvshmem %s_us %zu %.3f\n", op == 0 ? "alltoall" : "broadcast", sz, us);
+        }
+        fflush(stdout);
+    }
+    CK(cudaStreamSynchronize(s));
     nvshmem_barrier_all();
     nvshmem_free(buf);
     nvshmem_free(src);

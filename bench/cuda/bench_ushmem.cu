@@ -6,6 +6,9 @@
 // cuMemcpyDtoDAsync), <label> for a second run (argv[2], e.g. USHMEM_CUDA_IPC=legacy), raw_map
 // (cudaMemcpyAsync to the peer address ushmem maps, no library), raw_ipc
 // (cudaMemcpyAsync to a legacy cudaIpc mapping: the anchor's raw CUDA IPC copy).
+// Also alltoallmem/broadcastmem on a stream (metrics alltoall_us / broadcast_us,
+// bytes per PE block), every PE taking part. Works with 2 PEs on one GPU
+// (USHMEM_DEVICE=0) or on two (LOCAL_RANK binding, bench/cuda/multi_gpu.sh).
 // Linked with the static library to reach the copy-kernel threshold.
 #include <cuda_runtime.h>
 #include <shmemx.h>
@@ -75,6 +78,45 @@ static void put_sweep(const char *impl, put_fn f, void *dst, void *peer, const v
     fflush(stdout);
 }
 
+/* alltoallmem / broadcastmem on stream s, every PE: GPU time per collective,
+ * best of 3, for block sizes 8 B .. maxblk (PE 0 prints). */
+static void coll_sweep(char *dst, const char *src, size_t maxblk, cudaStream_t s)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int op = 0; op < 2; op++) {
+        for (size_t sz = 8; sz <= maxblk; sz *= 2) {
+            int it = sz < (1u << 20) ? 200 : 20;
+            double us = 1e30;
+            for (int rep = -1; rep < 3; rep++) { /* rep -1: warm-up */
+                shmem_barrier_all();
+                CK(cudaEventRecord(a, s));
+                for (int i = 0; i < it; i++) {
+                    int rc = op == 0 ? shmemx_alltoallmem_on_stream(SHMEM_TEAM_WORLD, dst, src, sz, s)
+                                     : shmemx_broadcastmem_on_stream(SHMEM_TEAM_WORLD, dst, src,
+                                                                     sz, 0, s);
+                    if (rc) {
+                        fprintf(stderr, "PE %d: collective %d failed (%d)\n", shmem_my_pe(), op, rc);
+                        exit(1);
+                    }
+                }
+                CK(cudaEventRecord(b, s));
+                CK(cudaEventSynchronize(b));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, a, b));
+                if (rep >= 0 && ms * 1e3 / it < us)
+                    us = ms * 1e3 / it;
+            }
+            if (shmem_my_pe() == 0)
+                printf("R ushmem %s_us %zu %.3f\n", op == 0 ? "alltoall" : "broadcast", sz, us);
+        }
+    }
+    fflush(stdout);
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+}
+
 static void put_sync(const char *impl, put_fn f, void *dst, void *peer, const void *src,
                      cudaStream_t s)
 {
@@ -108,6 +150,12 @@ int main(int argc, char **argv)
     if (!buf || !src) {
         fprintf(stderr, "shmem_malloc of 2 x %zu bytes failed (USHMEM_DEVICE_HEAP_SIZE)\n", maxsz);
         return 1;
+    }
+    {
+        int d = -1;
+        CK(cudaGetDevice(&d));
+        printf("# PE %d of %d: CUDA device %d\n", me, shmem_n_pes(), d);
+        fflush(stdout);
     }
     CK(cudaMemset(src, 1, maxsz));
     CK(cudaMemset(buf, 0, maxsz));
@@ -184,6 +232,14 @@ int main(int argc, char **argv)
         double hb = (now() - t0) * 1e6 / nh;
         if (me == 0)
             printf("R ushmem host_barrier_all_us 0 %.3f\n", hb);
+
+        // alltoall and broadcast on a stream (COLL_MAX bytes per block, default 16 MiB)
+        const char *cm = getenv("COLL_MAX");
+        size_t cmax = cm ? strtoull(cm, NULL, 0) : (size_t)16 << 20;
+        if (cmax > maxsz / 2)
+            cmax = maxsz / 2;
+        if (cmax >= 8)
+            coll_sweep(buf, src, cmax, s);
     }
     fflush(stdout);
     shmem_barrier_all();

@@ -31,19 +31,28 @@ def human(n):
 
 
 sizes = sorted({k[2] for k in r if k[1] == "put_GBps"})
-print("| size | ushmem µs/op | ushmem GB/s | NVSHMEM GB/s | raw IPC copy GB/s | ushmem / NVSHMEM | ushmem / raw IPC |")
-print("|---|---|---|---|---|---|---|")
+# Two GPUs (bench/cuda/multi_gpu.sh): bench_peer's raw cudaMemcpyPeerAsync is
+# one more baseline column; absent on one GPU, so that table stays as it was.
+peer = any(k[0] == "raw_peer" for k in r)
+print("| size | ushmem µs/op | ushmem GB/s | NVSHMEM GB/s | raw IPC copy GB/s |%s ushmem / NVSHMEM | ushmem / raw IPC |%s"
+      % (" raw cudaMemcpyPeer GB/s |" if peer else "", " ushmem / raw peer |" if peer else ""))
+print("|---|---|---|---|---|---|---|" + ("---|---|" if peer else ""))
 for s in sizes:
     u, n, i = g("ushmem", "put_GBps", s), g("nvshmem", "put_GBps", s), g("raw_ipc", "put_GBps", s)
-    print("| %s | %s | %s | %s | %s | %s | %s |" % (human(s), f(g("ushmem", "put_us", s)), f(u), f(n), f(i), ratio(u, n), ratio(u, i)))
+    p = g("raw_peer", "put_GBps", s)
+    print("| %s | %s | %s | %s | %s |%s %s | %s |%s" % (human(s), f(g("ushmem", "put_us", s)), f(u), f(n), f(i),
+                                                " %s |" % f(p) if peer else "", ratio(u, n), ratio(u, i),
+                                                " %s |" % ratio(u, p) if peer else ""))
 print()
 print("| small put (8 B), µs per op in stream | value |")
 print("|---|---|")
 for impl, name in (("ushmem", "ushmem (as shipped: copy kernel <= 16 MiB)"),
                    ("ushmem_memcpy", "ushmem, copy kernel off (cuMemcpyDtoDAsync)"),
                    ("ushmem_legacy_ipc", "ushmem, USHMEM_CUDA_IPC=legacy"),
-                   ("nvshmem", "NVSHMEM"), ("raw_map", "raw copy, VMM mapping"), ("raw_ipc", "raw copy, cudaIpc mapping")):
-    print("| %s | %s |" % (name, f(g(impl, "put_us", 8), "%.3f")))
+                   ("nvshmem", "NVSHMEM"), ("raw_map", "raw copy, VMM mapping"), ("raw_ipc", "raw copy, cudaIpc mapping"),
+                   ("raw_peer", "raw cudaMemcpyPeerAsync (two GPUs)")):
+    if impl != "raw_peer" or peer:
+        print("| %s | %s |" % (name, f(g(impl, "put_us", 8), "%.3f")))
 print()
 print("| measurement | ushmem | NVSHMEM | ushmem / NVSHMEM | target |")
 print("|---|---|---|---|---|")
@@ -54,7 +63,7 @@ rows = (("barrier_all_on_stream (µs, GPU time)", "barrier_all_on_stream_us", 0,
 for name, m, s, t in rows:
     u, n = g("ushmem", m, s), g("nvshmem", m, s)
     print("| %s | %s | %s | %s | %s |" % (name, f(u, "%.3f"), f(n, "%.3f"), ratio(u, n), t))
-for impl in ("ushmem_memcpy", "ushmem_legacy_ipc", "raw_ipc"):
+for impl in ("ushmem_memcpy", "ushmem_legacy_ipc", "raw_ipc", "raw_peer"):
     k = g(impl, "put8_sync_us", 8)
     if k is not None:
         print("| 8-byte put + stream sync, %s (µs) | %s | | | |" % (impl, f(k, "%.3f")))
@@ -64,3 +73,14 @@ print("|---|---|---|---|---|")
 for s in sizes:
     print("| %s | %s | %s | %s | %s |" % (human(s), f(g("ushmem_legacy_ipc", "put_GBps", s)), f(g("raw_map", "put_GBps", s)),
                                    f(g("ushmem_memcpy", "put_GBps", s)), f(g("ushmem_kernel", "put_GBps", s))))
+
+csizes = sorted({k[2] for k in r if k[1] in ("alltoall_us", "broadcast_us")})
+if csizes:
+    print()
+    print("| bytes per PE block | ushmem alltoall µs | NVSHMEM alltoall µs | ushmem / NVSHMEM | ushmem broadcast µs | NVSHMEM broadcast µs | ushmem / NVSHMEM |")
+    print("|---|---|---|---|---|---|---|")
+    for s in csizes:
+        ua, na = g("ushmem", "alltoall_us", s), g("nvshmem", "alltoall_us", s)
+        ub, nb = g("ushmem", "broadcast_us", s), g("nvshmem", "broadcast_us", s)
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (human(s), f(ua, "%.3f"), f(na, "%.3f"), ratio(ua, na),
+                                                   f(ub, "%.3f"), f(nb, "%.3f"), ratio(ub, nb)))

@@ -24,6 +24,8 @@ _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *c
                           s == USHMEMI_SEG_HEAP      ? "heap"
                           : s == USHMEMI_SEG_DEVHEAP ? "device heap"
                                                      : "data segment");
+        if (off < seg->size && s == USHMEMI_SEG_DEVHEAP && ushmemi_cuda_unmapped_why(pe))
+            ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(pe));
         if (off < seg->size)
             ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
                           ushmemi_pe_transport_name(pe));

@@ -293,12 +293,14 @@ static void release_device(void)
     free(c->sent);
     free(c->expected);
     free(c->peer_ipc);
+    free(c->peer_dev);
     ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
     free(seg->peer);
     memset(seg, 0, sizeof *seg);
     seg->fd = -1;
     c->sent = c->expected = NULL;
     c->peer_ipc = NULL;
+    c->peer_dev = NULL;
     c->mod = NULL;
     c->scratch = NULL;
     c->stream = c->poll_stream = NULL;
@@ -348,9 +350,10 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
     ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
     seg->peer = calloc((size_t)n, sizeof *seg->peer);
     c->peer_ipc = calloc((size_t)n, sizeof *c->peer_ipc);
+    c->peer_dev = calloc((size_t)n, sizeof *c->peer_dev);
     c->sent = calloc((size_t)n, sizeof *c->sent);
     c->expected = calloc((size_t)n, sizeof *c->expected);
-    if (!seg->peer || !c->peer_ipc || !c->sent || !c->expected)
+    if (!seg->peer || !c->peer_ipc || !c->peer_dev || !c->sent || !c->expected)
         return USHMEM_ENOMEM;
     if ((size_t)n * sizeof(uint64_t) > USHMEMI_CUDA_INTERNAL_SIZE) {
         ushmemi_error(call, "%d PEs do not fit the device heap's sync region", n);
@@ -366,6 +369,7 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
     seg->fd = -1;
     seg->peer[ushmemi_g.my_pe] = seg->base;
     c->peer_ipc[ushmemi_g.my_pe] = c->ipc;
+    c->peer_dev[ushmemi_g.my_pe] = c->device;
     return 0;
 }
 
@@ -396,6 +400,8 @@ static int cuda_init(void)
     if (setup_rc) {
         release_device();
         ushmemi_cuda.device = -1;
+    } else {
+        ushmemi_debug(call, "bound CUDA device %d (%s)", ushmemi_cuda.device, source);
     }
     return 0;
 }
@@ -416,6 +422,7 @@ typedef struct {
     int32_t state; /* -1 setup failed, 0 no device heap, 1 device heap */
     int32_t ipc;
     int32_t device;
+    int32_t pci[3]; /* the GPU's PCI domain, bus, device: the same name in every process */
     int32_t pad;
     uint64_t size;
     CUipcMemHandle ipc_handle; /* legacy */
@@ -426,11 +433,87 @@ typedef struct {
     const char *call;
 } import_arg_t;
 
+/* ---- peers on other GPUs ----
+ * Ordinals are per process (CUDA_VISIBLE_DEVICES may differ between PEs), so
+ * GPUs are compared by PCI location. A peer on another GPU is mapped only when
+ * cuDeviceCanAccessPeer says ours can reach it (NVLink or PCIe P2P): mapping
+ * with cuMemSetAccess for our device is what gives the access, no
+ * cuCtxEnablePeerAccess needed for VMM memory. Without P2P the peer stays
+ * unmapped, and every operation on its device heap fails with
+ * ushmemi_cuda_unmapped_why()'s message. */
+static void pci_of(CUdevice d, int32_t pci[3])
+{
+    int v[3] = {-1, -1, -1};
+    ushmemi_cu.cuDeviceGetAttribute(&v[0], CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+    ushmemi_cu.cuDeviceGetAttribute(&v[1], CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+    ushmemi_cu.cuDeviceGetAttribute(&v[2], CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+    for (int i = 0; i < 3; i++)
+        pci[i] = v[i];
+}
+
+/* The ordinal, in this process, of the GPU at PCI location pci; -1 if not visible. */
+static int ordinal_of(const int32_t pci[3])
+{
+    int ndev = 0;
+    ushmemi_cu.cuDeviceGetCount(&ndev);
+    for (int i = 0; i < ndev; i++) {
+        CUdevice d;
+        int32_t p[3];
+        if (ushmemi_cu.cuDeviceGet(&d, i) != CUDA_SUCCESS)
+            continue;
+        pci_of(d, p);
+        if (!memcmp(p, pci, sizeof p))
+            return i;
+    }
+    return -1;
+}
+
+/* 1 when pe's heap (card c) is on a GPU this PE's device cannot access: then
+ * it is recorded as such and not mapped. 0: same GPU, P2P possible, or the
+ * GPU is not visible here (the mapping itself decides, see import_peer). */
+static int peer_unreachable(int pe, const cuda_card_t *c, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    int ord = ordinal_of(c->pci), can = 0;
+    u->peer_dev[pe] = ord;
+    if (ord < 0 || ord == u->device)
+        return 0;
+    CUdevice pd;
+    if (ushmemi_cu.cuDeviceGet(&pd, ord) != CUDA_SUCCESS ||
+        ushmemi_cu.cuDeviceCanAccessPeer(&can, u->dev, pd) != CUDA_SUCCESS)
+        can = 0;
+    if (can)
+        return 0;
+    u->peer_ipc[pe] = CUDA_IPC_NO_P2P;
+    ushmemi_debug(call, "%s", ushmemi_cuda_unmapped_why(pe));
+    return 1;
+}
+
+const char *ushmemi_cuda_unmapped_why(int pe)
+{
+    static __thread char buf[320];
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    if (!u->peer_ipc || pe < 0 || pe >= ushmemi_g.n_pes || u->peer_ipc[pe] != CUDA_IPC_NO_P2P)
+        return NULL;
+    if (u->peer_dev[pe] < 0)
+        snprintf(buf, sizeof buf,
+                 "PE %d's device heap is on a GPU this PE does not see (CUDA_VISIBLE_DEVICES) "
+                 "and could not be mapped for its GPU %d; make every GPU visible to every PE",
+                 pe, u->device);
+    else
+        snprintf(buf, sizeof buf,
+                 "PE %d's device heap is on GPU %d, which this PE's GPU %d cannot access "
+                 "(cuDeviceCanAccessPeer: no NVLink/PCIe peer-to-peer path between them; "
+                 "bind PEs that talk on the device heap to GPUs that can, e.g. the same GPU)",
+                 pe, u->peer_dev[pe], u->device);
+    return buf;
+}
+
 static int import_peer(int pe, int *fds, int nfd, void *argp)
 {
     const import_arg_t *arg = argp;
     int rc = 0;
-    if (nfd == 1 && ushmemi_cuda.base) {
+    if (nfd == 1 && ushmemi_cuda.base && !peer_unreachable(pe, &arg->cards[pe], arg->call)) {
         CUmemGenericAllocationHandle h;
         CUdeviceptr va = 0;
         size_t size = arg->cards[pe].size;
@@ -441,13 +524,16 @@ static int import_peer(int pe, int *fds, int nfd, void *argp)
             rc = vmm_map(h, size, &va, arg->call);
             ushmemi_cu.cuMemRelease(h); /* the mapping keeps the memory alive */
         }
-        if (rc && arg->cards[pe].device != ushmemi_cuda.device) {
-            /* Another GPU without peer access: that peer stays unmapped, and
-             * transfers to it say so. */
+        if (rc && ushmemi_cuda.peer_dev[pe] != ushmemi_cuda.device) {
+            /* Another GPU (possibly not visible here: CUDA_VISIBLE_DEVICES)
+             * that would not map: that peer stays unmapped, and transfers to
+             * it say so. */
             ushmemi_debug(arg->call,
-                          "PE %d's device heap (device %d) is not accessible from "
-                          "device %d; it stays unmapped",
-                          pe, arg->cards[pe].device, ushmemi_cuda.device);
+                          "PE %d's device heap (its device %d, here %d) is not accessible "
+                          "from device %d; it stays unmapped",
+                          pe, arg->cards[pe].device, ushmemi_cuda.peer_dev[pe],
+                          ushmemi_cuda.device);
+            ushmemi_cuda.peer_ipc[pe] = CUDA_IPC_NO_P2P;
             rc = 0;
         } else if (rc) {
             ushmemi_error(arg->call, "cannot map PE %d's device heap (device %d) on device %d", pe,
@@ -472,6 +558,8 @@ static int cuda_attach(void)
     mine.ipc = ushmemi_cuda.ipc;
     mine.device = ushmemi_cuda.device;
     mine.size = ushmemi_cuda.size;
+    if (mine.state == 1)
+        pci_of(ushmemi_cuda.dev, mine.pci);
     if (mine.state == 1 && ushmemi_cuda.ipc == CUDA_IPC_LEGACY)
         rc = CU_TRY(ushmemi_cu.cuIpcGetMemHandle(&mine.ipc_handle, ushmemi_cuda.base), call);
     if (rc)
@@ -517,14 +605,17 @@ static int cuda_attach(void)
     }
     for (int pe = 0; pe < n && mine.state == 1; pe++) {
         if (pe == me || !ushmemi_g.is_local[pe] || cards[pe].state != 1 ||
-            cards[pe].ipc != CUDA_IPC_LEGACY)
+            cards[pe].ipc != CUDA_IPC_LEGACY || peer_unreachable(pe, &cards[pe], call))
             continue;
         CUdeviceptr p = 0;
         int lrc = CU_TRY(ushmemi_cu.cuIpcOpenMemHandle(&p, cards[pe].ipc_handle,
                                                        CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                          call);
         if (lrc) {
-            ushmemi_error(call, "cannot open PE %d's device heap (legacy CUDA IPC)", pe);
+            ushmemi_error(call, "cannot open PE %d's device heap (legacy CUDA IPC; its GPU %s)", pe,
+                          ushmemi_cuda.peer_dev[pe] < 0
+                              ? "is not visible here (CUDA_VISIBLE_DEVICES)"
+                              : "is visible here");
             rc = lrc;
             break;
         }

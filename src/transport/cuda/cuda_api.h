@@ -80,6 +80,8 @@ typedef struct {
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE                                2
 #define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING                          41
 #define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID                                  33
+#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID                               34
+#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID                               50
 #define CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED         102
 #define CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED 103
 #define CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS               122
@@ -104,6 +106,7 @@ typedef struct {
     X(cuDeviceGet, (CUdevice * dev, int ordinal))                                                  \
     X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                        \
     X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                                \
+    X(cuDeviceCanAccessPeer, (int *can, CUdevice dev, CUdevice peer))                              \
     X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                   \
     X(cuDevicePrimaryCtxRelease, (CUdevice dev))                                                   \
     X(cuCtxGetCurrent, (CUcontext * ctx))                                                          \

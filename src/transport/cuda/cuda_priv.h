@@ -20,7 +20,9 @@ typedef struct {
     uint64_t recv[1];
 } ushmemi_cuda_sync_t;
 
-enum { CUDA_IPC_NONE = 0, CUDA_IPC_VMM = 1, CUDA_IPC_LEGACY = 2 };
+/* peer_ipc[pe]: how pe's heap is mapped here. CUDA_IPC_NO_P2P: not at all,
+ * because pe's GPU is another one that ours cannot access (peer_dev[pe]). */
+enum { CUDA_IPC_NONE = 0, CUDA_IPC_VMM = 1, CUDA_IPC_LEGACY = 2, CUDA_IPC_NO_P2P = 3 };
 
 enum {
     K_AMO32,
@@ -52,6 +54,7 @@ typedef struct {
     size_t size;
     size_t granularity;
     int *peer_ipc; /* [n_pes]: how peer's heap was mapped here */
+    int *peer_dev; /* [n_pes]: peer's GPU as an ordinal of this process, -1: not visible */
     /* stream-ordered sync, host-side counts (enqueue order) */
     uint64_t *sent;     /* [n_pes]: signals enqueued to each peer */
     uint64_t *expected; /* [n_pes]: waits enqueued on each peer's signals */

@@ -34,6 +34,10 @@ static inline int ushmemi_cuda_is_sym(const void *addr)
     return (uintptr_t)addr - (uintptr_t)seg->base < seg->size;
 }
 
+/* Why pe's device heap is not mapped here, when the reason is that its GPU
+ * cannot be reached from ours (no peer access); NULL otherwise. */
+const char *ushmemi_cuda_unmapped_why(int pe);
+
 /* ---- RMA (rma.c) ---- */
 /* remote: the peer's copy (already translated); sym_dev: the symmetric side is
  * in the device heap. Blocking: complete on return (nbi: complete at quiet). */

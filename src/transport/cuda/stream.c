@@ -48,6 +48,8 @@ static char *sym_peer(const void *sym, size_t n, int pe, int *dev, const char *w
                       "shmem_malloc)",
                       what, sym, n);
     char *r = ushmemi_xlate(sym, pe);
+    if (!r && ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE && ushmemi_cuda_unmapped_why(pe))
+        ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(pe));
     if (!r)
         ushmemi_fatal(call,
                       "PE %d's %s heap is not mapped in this process (another host, or "
@@ -422,6 +424,8 @@ void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
     for (int dist = 1; dist < n; dist <<= 1) {
         int to = ushmemi_team_world_pe(team, (me + dist) % n);
         int from = ushmemi_team_world_pe(team, (me + n - dist) % n);
+        if (!peer[to] && ushmemi_cuda_unmapped_why(to))
+            ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(to));
         if (!peer[to])
             ushmemi_fatal(call,
                           "PE %d's device heap is not mapped here: stream-ordered "
