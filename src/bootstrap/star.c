@@ -1319,6 +1319,18 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
+/* What monitor_start set up for the thread: the wake-up fd and the poll set. */
+static void monitor_release(void)
+{
+    if (st.wake_fd >= 0)
+        close(st.wake_fd);
+    st.wake_fd = -1;
+    free(st.mon_pfd);
+    free(st.mon_who);
+    st.mon_pfd = NULL;
+    st.mon_who = NULL;
+}
+
 int ushmemi_bootstrap_monitor_start(void)
 {
     if (!st.connected || st.nranks < 2 || st.mon_started)
@@ -1339,13 +1351,7 @@ int ushmemi_bootstrap_monitor_start(void)
     if (err) {
         atomic_store(&st.mon_active, 0);
         BS_ERR("cannot start the liveness monitor: %s", strerror(err));
-        if (st.wake_fd >= 0)
-            close(st.wake_fd);
-        st.wake_fd = -1;
-        free(st.mon_pfd);
-        free(st.mon_who);
-        st.mon_pfd = NULL;
-        st.mon_who = NULL;
+        monitor_release();
         return USHMEM_ESYS;
     }
     st.mon_started = 1;
@@ -1361,12 +1367,7 @@ void ushmemi_bootstrap_monitor_stop(void)
     ssize_t w = write(st.wake_fd, &one, sizeof one);
     (void)w;
     pthread_join(st.mon, NULL);
-    close(st.wake_fd);
-    st.wake_fd = -1;
-    free(st.mon_pfd);
-    free(st.mon_who);
-    st.mon_pfd = NULL;
-    st.mon_who = NULL;
+    monitor_release();
     st.mon_started = 0;
 }
 
