@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "heap/alloc.h"
+#include "heap/heap.h"
 #include "transport/cuda/cuda_priv.h"
 
 static ushmemi_alloc_t *dev_arena;
@@ -79,18 +80,8 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
 
 static int dev_offset(const void *ptr, size_t *off, const char *call)
 {
-    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)dev_base;
-    size_t size;
-    if (p < b || p - b >= dev_size) {
-        ushmemi_error(call, "%p is not on the device symmetric heap", ptr);
-        return USHMEM_ENOTSYM;
-    }
-    if (ushmemi_alloc_size_of(dev_arena, p - b, &size) != 0) {
-        ushmemi_error(call, "%p is not a live symmetric allocation (double free?)", ptr);
-        return USHMEM_ENOTFOUND;
-    }
-    *off = p - b;
-    return 0;
+    return ushmemi_arena_offset(dev_arena, (const char *)dev_base, dev_size,
+                                "device symmetric heap", ptr, off, call);
 }
 
 /* Called after heap.c's quiet + barrier. */

@@ -193,21 +193,30 @@ static void *heap_alloc(size_t size, size_t align, const char *call)
     return arena_base() + off;
 }
 
-/* Offset of a pointer returned by heap_alloc, or report why it is not one. */
-static int heap_offset(const void *ptr, size_t *off, const char *call)
+/* Offset in an arena of a pointer an allocation returned, or report why it is
+ * not one. Shared by the host heap and the device heap (devheap.c). */
+int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
+                         const void *ptr, size_t *off, const char *call)
 {
-    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)arena_base();
-    size_t size;
-    if (p < b || p - b >= ushmemi_g.seg[USHMEMI_SEG_HEAP].size - USHMEMI_INTERNAL_SIZE) {
-        ushmemi_error(call, "%p is not on the symmetric heap", ptr);
+    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)base;
+    size_t live;
+    if (p < b || p - b >= size) {
+        ushmemi_error(call, "%p is not on the %s", ptr, what);
         return USHMEM_ENOTSYM;
     }
-    if (ushmemi_alloc_size_of(arena, p - b, &size) != 0) {
+    if (ushmemi_alloc_size_of(a, p - b, &live) != 0) {
         ushmemi_error(call, "%p is not a live symmetric allocation (double free?)", ptr);
         return USHMEM_ENOTFOUND;
     }
     *off = p - b;
     return 0;
+}
+
+static int heap_offset(const void *ptr, size_t *off, const char *call)
+{
+    return ushmemi_arena_offset(arena, arena_base(),
+                                ushmemi_g.seg[USHMEMI_SEG_HEAP].size - USHMEMI_INTERNAL_SIZE,
+                                "symmetric heap", ptr, off, call);
 }
 
 /* cuda hook: with a CUDA device bound, allocations default to the device heap

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "heap/alloc.h"
+
 /* Create and map this PE's heap segment (internal region + user arena). */
 int ushmemi_heap_init(const char *call);
 void ushmemi_heap_fini(void);
@@ -13,5 +15,10 @@ void ushmemi_heap_fini(void);
  * later inits reuse it). Sets seg[USHMEMI_SEG_DATA]; size 0 when disabled. */
 int ushmemi_dataseg_init(const char *call);
 void ushmemi_dataseg_fini(void);
+
+/* Offset of ptr in an arena [base, base+size) if it starts a live allocation;
+ * otherwise one line naming `what` and USHMEM_ENOTSYM / USHMEM_ENOTFOUND. */
+int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
+                         const void *ptr, size_t *off, const char *call);
 
 #endif
