@@ -461,17 +461,16 @@ static const char *pes_word(int n)
     return n == 1 ? "PE" : "PEs";
 }
 
-static void report_failure(int rank, pid_t pid, int status)
+static void report_failure(int rank, pid_t pid, int signaled, int code)
 {
     char what[96];
 
-    if (WIFSIGNALED(status)) {
-        snprintf(what, sizeof(what), "killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-        job.result = 128 + WTERMSIG(status);
+    if (signaled) {
+        snprintf(what, sizeof(what), "killed by signal %d (%s)", code, strsignal(code));
+        job.result = 128 + code;
     } else {
-        snprintf(what, sizeof(what), "exited with status %d", WEXITSTATUS(status));
-        job.result = WEXITSTATUS(status);
+        snprintf(what, sizeof(what), "exited with status %d", code);
+        job.result = code;
     }
     if (job.running > 0)
         fprintf(stderr, "ushrun: PE %d (pid %ld) %s; stopping the other %d %s\n", rank, (long)pid,
@@ -487,6 +486,30 @@ static int rank_of(pid_t pid)
         if (job.pes[r].pid == pid)
             return r;
     return -1;
+}
+
+/* Name the cause of a failed job. When a PE is killed, the library makes its
+ * peers exit non-zero within milliseconds, and one of those exits may be reaped
+ * first; a PE already dead by a signal is the cause, so report that one (it is
+ * only peeked here and reaped by the caller's loop, silently). */
+static void report_cause(int rank, pid_t pid, int status)
+{
+    if (WIFSIGNALED(status)) {
+        report_failure(rank, pid, 1, WTERMSIG(status));
+        return;
+    }
+    for (int r = 0; r < job.started; r++) {
+        siginfo_t si;
+        if (!job.pes[r].running || r == rank)
+            continue;
+        si.si_pid = 0;
+        if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid != 0 && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
+            report_failure(r, job.pes[r].pid, 1, si.si_status);
+            return;
+        }
+    }
+    report_failure(rank, pid, 0, WEXITSTATUS(status));
 }
 
 static void reap_children(void)
@@ -515,7 +538,7 @@ static void reap_children(void)
             stream_drain(&job.pes[rank].err);
         }
         if (!job.stopping && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            report_failure(rank, pid, status);
+            report_cause(rank, pid, status);
     }
 }
 
