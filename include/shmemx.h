@@ -3,6 +3,7 @@
 #define SHMEMX_H
 
 #include <shmem.h>
+#include <shmemx_device_types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,6 +127,25 @@ int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *sour
 SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_BITS_)
 SHMEMX_REDUCE_ON_STREAM_INT(SHMEMX_REDUCE_ON_STREAM_ARITH_)
 SHMEMX_REDUCE_ON_STREAM_FLOAT(SHMEMX_REDUCE_ON_STREAM_ARITH_)
+
+/* ---- device API (kernels that communicate; shmemx_device.cuh, docs/device.md) ---- */
+/* The handle a kernel takes by value (`const __grid_constant__ shmemx_dev_t`):
+ * fill it after shmem_init on every PE that launches such kernels. 0, or
+ * SHMEMX_ERR_STATE (not initialized, or no device heap: the reason is on
+ * stderr) / SHMEMX_ERR_INVALID (NULL out, invalid team). The world handle's
+ * PEs are world PEs; a team handle's are the team's. */
+int shmemx_dev_get(shmemx_dev_t *out);
+int shmemx_team_dev_get(shmem_team_t team, shmemx_dev_t *out);
+/* Why device-side waits and barriers are off on this PE (one line), or NULL
+ * when they are allowed. */
+const char *shmemx_dev_why(void);
+/* Cooperative launch (every CTA resident at once) of a driver-API CUfunction,
+ * after checking the grid against the occupancy this PE's context allows.
+ * CUDA C++ programs call the shmemx_collective_launch(kernel, ...) template of
+ * shmemx_device.cuh instead. 0, or a negative SHMEMX_ERR_* with one line. */
+int shmemx_collective_launch_cu(void *cu_function, unsigned gx, unsigned gy, unsigned gz,
+                                unsigned bx, unsigned by, unsigned bz, void **args,
+                                size_t shared_bytes, shmemx_stream_t stream);
 /* ---- end CUDA ---- */
 
 #ifdef __cplusplus

@@ -6,6 +6,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/state.h"
+#include "transport/cuda/devmem.h"
 
 const char *ushmemi_strerror(int err)
 {
@@ -68,6 +69,8 @@ _Noreturn void ushmemi_fatal(const char *call, const char *fmt, ...)
     va_start(ap, fmt);
     vreport(call, fmt, ap);
     va_end(ap);
+    if (ushmemi_g.cuda_active)
+        ushmemi_cuda_dev_abort();
     if (ushmemi_g.n_pes > 1)
         ushmemi_bootstrap_abort(1, "fatal error");
     _exit(1);

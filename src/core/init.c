@@ -243,6 +243,8 @@ USHMEMI_API void shmem_query_thread(int *provided)
 USHMEMI_API void shmem_global_exit(int status)
 {
     fflush(NULL);
+    if (ushmemi_g.cuda_active)
+        ushmemi_cuda_dev_abort(); /* waiting kernels of this PE trap instead of hanging */
     if (ushmemi_g.initialized && ushmemi_g.n_pes > 1) {
         char msg[64];
         snprintf(msg, sizeof msg, "PE %d called shmem_global_exit(%d)", ushmemi_g.my_pe, status);

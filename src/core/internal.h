@@ -76,6 +76,11 @@ typedef enum {
       "Make the executable's global and static variables symmetric (remap at init)")               \
     X(device, INT, "-1", "USHMEM_DEVICE", "CUDA device to bind (-1: LOCAL_RANK or none)")          \
     X(cuda_ipc, STR, "vmm", "USHMEM_CUDA_IPC", "How device heaps are shared: vmm or legacy")       \
+    X(device_wait, STR, "auto", "USHMEM_DEVICE_WAIT",                                              \
+      "Device-side waits/barriers: auto (when no PEs share a GPU, or MPS shares fit), "            \
+      "timesliced (always: slow without MPS), off")                                                \
+    X(device_wait_timeout, INT, "60", "USHMEM_DEVICE_WAIT_TIMEOUT",                                \
+      "Seconds one device-side wait may last before its kernel traps (0: no limit)")               \
     X(mpi_module, STR, "", "USHMEM_MPI_MODULE",                                                    \
       "Path of libushmem_mpi.so (default: beside libushmem.so)")                                   \
     X(mpi_progress, INT, "100", "USHMEM_MPI_PROGRESS",                                             \

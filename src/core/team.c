@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
+#include "transport/cuda/devmem.h"
 
 static struct ushmem_team team_world, team_shared;
 USHMEMI_API shmem_team_t SHMEM_TEAM_WORLD = &team_world;
@@ -357,6 +358,8 @@ USHMEMI_API void shmem_team_destroy(shmem_team_t team)
      * partner writes is one this PE waited for), so zeroing is race-free. */
     ushmemi_team_sync(team, call);
     memset(ushmemi_team_my_slot(team), 0, sizeof(ushmemi_team_slot_t));
+    if (ushmemi_g.cuda_active) /* device barriers' state: kernels are done with it too */
+        ushmemi_cuda_dev_team_reset(team->slot);
     slot_clear(team->slot);
     free(team);
 }

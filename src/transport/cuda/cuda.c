@@ -191,6 +191,8 @@ static int heap_create(const char *call)
     const char *mode = ushmemi_env.cuda_ipc;
     int rc;
 
+    if ((rc = ushmemi_cuda_dev_check_env(call)))
+        return rc;
     if (strcmp(mode, "vmm") && strcmp(mode, "legacy")) {
         ushmemi_error(call, "USHMEM_CUDA_IPC='%s': use vmm or legacy", mode);
         return USHMEM_EINVAL;
@@ -355,8 +357,9 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
     c->expected = calloc((size_t)n, sizeof *c->expected);
     if (!seg->peer || !c->peer_ipc || !c->peer_dev || !c->sent || !c->expected)
         return USHMEM_ENOMEM;
-    if ((size_t)n * sizeof(uint64_t) > USHMEMI_CUDA_INTERNAL_SIZE) {
-        ushmemi_error(call, "%d PEs do not fit the device heap's sync region", n);
+    if (n > USHMEMI_CUDA_MAX_PES) {
+        ushmemi_error(call, "%d PEs do not fit the device heap's sync region (at most %d)", n,
+                      USHMEMI_CUDA_MAX_PES);
         return USHMEM_EUNSUPPORTED;
     }
     rc = ushmemi_devheap_init((char *)(uintptr_t)c->base + USHMEMI_CUDA_INTERNAL_SIZE,
@@ -417,16 +420,6 @@ static int cuda_reachable(int pe, ushmemi_mem_kind_t kind)
     return kind == USHMEMI_MEM_DEVICE && ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer &&
            ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[pe] != NULL;
 }
-
-typedef struct {
-    int32_t state; /* -1 setup failed, 0 no device heap, 1 device heap */
-    int32_t ipc;
-    int32_t device;
-    int32_t pci[3]; /* the GPU's PCI domain, bus, device: the same name in every process */
-    int32_t pad;
-    uint64_t size;
-    CUipcMemHandle ipc_handle; /* legacy */
-} cuda_card_t;
 
 typedef struct {
     const cuda_card_t *cards;
@@ -558,8 +551,10 @@ static int cuda_attach(void)
     mine.ipc = ushmemi_cuda.ipc;
     mine.device = ushmemi_cuda.device;
     mine.size = ushmemi_cuda.size;
-    if (mine.state == 1)
+    if (mine.state == 1) {
         pci_of(ushmemi_cuda.dev, mine.pci);
+        ushmemi_cuda_dev_card(&mine);
+    }
     if (mine.state == 1 && ushmemi_cuda.ipc == CUDA_IPC_LEGACY)
         rc = CU_TRY(ushmemi_cu.cuIpcGetMemHandle(&mine.ipc_handle, ushmemi_cuda.base), call);
     if (rc)
@@ -633,6 +628,8 @@ static int cuda_attach(void)
             rc = brc;
         free(oks);
     }
+    if (rc == 0 && mine.state == 1)
+        rc = ushmemi_cuda_dev_attach(cards, call);
 out:
     free(cards);
     if (rc == 0 && mine.state == 1)
@@ -646,6 +643,7 @@ static void cuda_detach(void)
     ushmemi_g.cuda_active = 0;
     if (!seg->peer || ushmemi_cuda.device < 0)
         return;
+    ushmemi_cuda_dev_abort();
     ushmemi_cuda_ctx();
     ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream);
     for (int pe = 0; pe < ushmemi_g.n_pes; pe++) {

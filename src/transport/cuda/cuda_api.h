@@ -95,6 +95,20 @@ typedef struct {
 #define CU_MEMHOSTREGISTER_PORTABLE                                     0x01
 #define CU_MEMHOSTREGISTER_DEVICEMAP                                    0x02
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM                               0x1
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT                        16
+#define CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH                          95
+#define CU_DEVICE_ATTRIBUTE_MPS_ENABLED                                 133
+#define CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED                 0x3
+#define CU_EXEC_AFFINITY_TYPE_SM_COUNT                                  0
+
+typedef struct {
+    int type; /* CUexecAffinityType */
+    union {
+        struct {
+            unsigned int val;
+        } smCount;
+    } param;
+} CUexecAffinityParam;
 
 /* X(name, (prototype)) for every driver entry point we call. */
 #define USHMEMI_CU_FUNCS(X)                                                                        \
@@ -107,6 +121,13 @@ typedef struct {
     X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                        \
     X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                                \
     X(cuDeviceCanAccessPeer, (int *can, CUdevice dev, CUdevice peer))                              \
+    X(cuDeviceGetP2PAttribute, (int *value, int attrib, CUdevice src, CUdevice dst))               \
+    X(cuCtxGetExecAffinity, (CUexecAffinityParam * param, int type))                               \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                                 \
+      (int *blocks, CUfunction f, int block_size, size_t dynamic_shmem))                           \
+    X(cuLaunchCooperativeKernel,                                                                   \
+      (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+       unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params))           \
     X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                   \
     X(cuDevicePrimaryCtxRelease, (CUdevice dev))                                                   \
     X(cuCtxGetCurrent, (CUcontext * ctx))                                                          \

@@ -14,6 +14,9 @@
  * PE), then the user arena. */
 #define USHMEMI_CUDA_INTERNAL_SIZE ((size_t)1 << 20)
 #define USHMEMI_CUDA_HEAP_ALIGN    256
+/* Most PEs a job with device heaps may have: recv[] (below) and the device
+ * API's peer table each take 8 bytes per PE of the internal region. */
+#define USHMEMI_CUDA_MAX_PES 8192
 typedef struct {
     /* recv[p]: how many stream-ordered sync signals PE p has sent to this PE
      * (written by p with cuStreamWriteValue64; only grows). */
@@ -92,6 +95,27 @@ int ushmemi_cuda_is_device(const void *p);
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call);
 /* Progress thread for waits that stream memory operations cannot express. */
 void ushmemi_cuda_progress_fini(void);
+
+/* What each PE tells the others about its device at init (cuda.c). */
+typedef struct {
+    int32_t state; /* -1 setup failed, 0 no device heap, 1 device heap */
+    int32_t ipc;
+    int32_t device;
+    int32_t pci[3]; /* the GPU's PCI domain, bus, device: the same name in every process */
+    int32_t mps;    /* the context runs under MPS */
+    int32_t sm_ctx; /* SMs this context may use (its MPS share) */
+    int32_t sm_total;
+    int32_t pad;
+    uint64_t size;
+    CUipcMemHandle ipc_handle; /* legacy */
+} cuda_card_t;
+
+/* Device API (device_api.c): this PE's MPS facts for its card; the verdict on
+ * device waits and the peer table once the heaps are mapped; the abort word
+ * kernels poll; a destroyed team's device barrier state. */
+void ushmemi_cuda_dev_card(cuda_card_t *c);
+int ushmemi_cuda_dev_check_env(const char *call);
+int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call);
 
 /* Embedded fatbin image, or NULL (fatbin.c). */
 const void *ushmemi_cuda_kernels_image(void);

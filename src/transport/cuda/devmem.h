@@ -73,6 +73,13 @@ int ushmemi_cuda_alltoall(shmem_team_t team, void *dest, const void *src, size_t
 int ushmemi_cuda_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                         ushmemi_redop_t op, const char *call);
 
+/* ---- device API (src/transport/cuda/device_api.c) ---- */
+/* Tell waiting kernels of this PE that the job is ending (finalize,
+ * global_exit, fatal errors): their waits trap instead of hanging. */
+void ushmemi_cuda_dev_abort(void);
+/* Zero team slot's device barrier state on this PE (team destroy). */
+void ushmemi_cuda_dev_team_reset(int slot);
+
 /* ---- allocation (heap.c; src/heap/devheap.c) ---- */
 /* shmem_malloc and friends allocate device memory by default when a device
  * is bound; hints choose explicitly. */

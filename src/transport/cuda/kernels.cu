@@ -3,45 +3,43 @@
 // API. Each is tiny: the data path is copies and stream memory operations;
 // kernels only do what those cannot (atomics, reductions, small copies).
 #include "kernels_abi.h"
+#include "shmemx_device.cuh"
 
-// AMOs on device memory, one thread; the fetched value goes to pinned host
-// memory that the caller reads after synchronizing. System-scope atomics: a
-// peer on another GPU of the host may update the same word.
-template <typename T>
-__device__ static void amo(T *p, int op, T v, T c, unsigned long long *out)
-{
-    T old = 0;
-    switch (op) {
-    case USHMEMI_KAMO_FETCH: old = *(volatile T *)p; break;
-    case USHMEMI_KAMO_SET: atomicExch_system(p, v); break;
-    case USHMEMI_KAMO_SWAP: old = atomicExch_system(p, v); break;
-    case USHMEMI_KAMO_CSWAP: old = atomicCAS_system(p, c, v); break;
-    case USHMEMI_KAMO_ADD: old = atomicAdd_system(p, v); break;
-    case USHMEMI_KAMO_AND: old = atomicAnd_system(p, v); break;
-    case USHMEMI_KAMO_OR: old = atomicOr_system(p, v); break;
-    case USHMEMI_KAMO_XOR: old = atomicXor_system(p, v); break;
-    }
-    __threadfence_system();
-    *out = (unsigned long long)old;
-}
+// The host API's device AMOs and the device API's are one implementation.
+static_assert(USHMEMI_KAMO_FETCH == USHMEMI_DEV_AMO_FETCH &&
+                  USHMEMI_KAMO_SET == USHMEMI_DEV_AMO_SET &&
+                  USHMEMI_KAMO_SWAP == USHMEMI_DEV_AMO_SWAP &&
+                  USHMEMI_KAMO_CSWAP == USHMEMI_DEV_AMO_CSWAP &&
+                  USHMEMI_KAMO_ADD == USHMEMI_DEV_AMO_ADD &&
+                  USHMEMI_KAMO_AND == USHMEMI_DEV_AMO_AND &&
+                  USHMEMI_KAMO_OR == USHMEMI_DEV_AMO_OR && USHMEMI_KAMO_XOR == USHMEMI_DEV_AMO_XOR,
+              "AMO codes of kernels_abi.h and shmemx_device.cuh");
 
+// AMOs on device memory, one thread: the device API's relaxed system-scope
+// atomics (shmemx_device.cuh), so host-initiated and kernel-initiated AMOs on
+// one word are atomic with each other. The fetched value goes to pinned host
+// memory that the caller reads after synchronizing.
 extern "C" __global__ void ushmemi_k_amo32(unsigned int *p, int op, unsigned int v, unsigned int c,
                                            unsigned long long *out)
 {
-    amo<unsigned int>(p, op, v, c, out);
+    unsigned int old = ushmemi_dev_amo32(p, op, v, c);
+    ushmemi_dev_fence_sc();
+    *out = old;
 }
 
 extern "C" __global__ void ushmemi_k_amo64(unsigned long long *p, int op, unsigned long long v,
                                            unsigned long long c, unsigned long long *out)
 {
-    amo<unsigned long long>(p, op, v, c, out);
+    unsigned long long old = ushmemi_dev_amo64(p, op, v, c);
+    ushmemi_dev_fence_sc();
+    *out = old;
 }
 
-// Signal ADD in stream order (stream memory operations can only write).
+// Signal ADD in stream order (stream memory operations can only write): the
+// data copied earlier in the stream is visible before the signal.
 extern "C" __global__ void ushmemi_k_sigadd(unsigned long long *p, unsigned long long v)
 {
-    __threadfence_system();
-    atomicAdd_system(p, v);
+    ushmemi_dev_red_release_add64(p, v);
 }
 
 // Device-to-device copies up to ushmemi_cuda_kcopy_max: one launch enqueues

@@ -1,0 +1,1013 @@
+/* ushmem device API: CUDA kernels put, get, signal, wait and synchronize on the
+ * device symmetric heap themselves. docs/device.md is the user guide.
+ *
+ * Header only, with no device globals: every function is static and inline,
+ * and everything a kernel needs comes in the handle (shmemx_dev_t, filled on
+ * the host by shmemx_dev_get or shmemx_team_dev_get and passed by value:
+ * `__global__ void k(const __grid_constant__ shmemx_dev_t d, ...)`). So it
+ * compiles with nvcc with and without -rdc, with NVRTC and with clang CUDA, and
+ * works in modules loaded with cuModuleLoad with nothing to register.
+ *
+ * PE numbers are relative to the handle's team (the world handle: world PEs).
+ * Suffixes: none = one thread; _warp = all 32 lanes of a warp call it together;
+ * _block = every thread of the CTA calls it together.
+ *
+ * Memory model (docs/device.md): data moves with plain (weak) loads and stores
+ * through the peer's mapping; putmem_signal syncs the group and one thread
+ * publishes the signal with a system-scope release; waits are system-scope
+ * acquire loads of the caller's own memory; quiet is a system-scope fence.
+ * System scope is used for every peer, the same GPU included (another process
+ * is outside "the program" of the .gpu scope). AMOs are relaxed system-scope
+ * atomics, the same instructions the host API uses on device memory, so the
+ * two are atomic with each other.
+ *
+ * Device-side waits (wait_until, signal_wait_until, barriers) need every
+ * waiting PE's peers to make progress while it spins. They are allowed when no
+ * two PEs share a GPU, or under MPS when the SM shares on each GPU sum to at
+ * most the GPU; otherwise the first such wait prints one line and traps
+ * (shmemx_dev_why() gives the reason on the host; USHMEM_DEVICE_WAIT=timesliced
+ * allows them, slow but correct). RMA, AMOs and signals are always allowed.
+ *
+ * Define SHMEMX_DEVICE_CHECKS before including to check that every symmetric
+ * address lies in the device heap (a trap with a message if not). */
+#ifndef SHMEMX_DEVICE_CUH
+#define SHMEMX_DEVICE_CUH
+
+#include "shmemx_device_types.h"
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) || (defined(__clang__) && defined(__CUDA__))
+
+#if defined(__clang__) && defined(__CUDA__) && !defined(__CUDACC__) && !defined(__device__)
+/* clang -nocudainc: no CUDA headers, so the attributes by hand. */
+#define __device__      __attribute__((device))
+#define __global__      __attribute__((global))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+extern "C" __device__ int printf(const char *, ...);
+#endif
+
+#if !defined(__CUDACC_RTC__)
+#include <stddef.h>
+#include <stdio.h> /* device printf (NVRTC has it built in) */
+#endif
+
+#define SHMEMX_DEV_FN static __forceinline__ __device__
+
+/* For the handle parameter: `const SHMEMX_GRID_CONSTANT shmemx_dev_t d` (no
+ * copy to local memory when a function takes its address), where supported. */
+#if defined(__grid_constant__) || defined(__CUDACC_RTC__)
+#define SHMEMX_GRID_CONSTANT __grid_constant__
+#else
+#define SHMEMX_GRID_CONSTANT
+#endif
+
+/* ---- primitives: inline PTX, one place to audit ---- */
+
+SHMEMX_DEV_FN unsigned ushmemi_dev_tid(void)
+{
+    unsigned x, y, z, nx, ny;
+    asm("mov.u32 %0, %%tid.x;" : "=r"(x));
+    asm("mov.u32 %0, %%tid.y;" : "=r"(y));
+    asm("mov.u32 %0, %%tid.z;" : "=r"(z));
+    asm("mov.u32 %0, %%ntid.x;" : "=r"(nx));
+    asm("mov.u32 %0, %%ntid.y;" : "=r"(ny));
+    return x + nx * (y + ny * z);
+}
+SHMEMX_DEV_FN unsigned ushmemi_dev_ntid(void)
+{
+    unsigned x, y, z;
+    asm("mov.u32 %0, %%ntid.x;" : "=r"(x));
+    asm("mov.u32 %0, %%ntid.y;" : "=r"(y));
+    asm("mov.u32 %0, %%ntid.z;" : "=r"(z));
+    return x * y * z;
+}
+SHMEMX_DEV_FN unsigned ushmemi_dev_lane(void)
+{
+    unsigned l;
+    asm("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+SHMEMX_DEV_FN uint64_t ushmemi_dev_clock_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+SHMEMX_DEV_FN void ushmemi_dev_trap(void)
+{
+    asm volatile("trap;" ::: "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_nanosleep(unsigned ns)
+{
+    asm volatile("nanosleep.u32 %0;" ::"r"(ns));
+}
+SHMEMX_DEV_FN void ushmemi_dev_fence_sc(void)
+{
+    asm volatile("fence.sc.sys;" ::: "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_fence_acq_rel(void)
+{
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_bar_block(void)
+{
+    asm volatile("bar.sync 0;" ::: "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_bar_warp(void)
+{
+    asm volatile("bar.warp.sync 0xffffffff;" ::: "memory");
+}
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_acquire64(const volatile void *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SHMEMX_DEV_FN uint32_t ushmemi_dev_ld_acquire32(const volatile void *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_relaxed64(const volatile void *p)
+{
+    uint64_t v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SHMEMX_DEV_FN uint32_t ushmemi_dev_ld_relaxed32(const volatile void *p)
+{
+    uint32_t v;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_release64(volatile void *p, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_relaxed64(volatile void *p, uint64_t v)
+{
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_red_release_add64(volatile void *p, uint64_t v)
+{
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_nc64(const void *p)
+{
+    uint64_t v;
+    asm("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+
+/* AMO codes; the host API's device-memory AMOs (src/transport/cuda/kernels.cu)
+ * use this same function with the same codes (USHMEMI_KAMO_*). */
+enum {
+    USHMEMI_DEV_AMO_FETCH = 0,
+    USHMEMI_DEV_AMO_SET = 1,
+    USHMEMI_DEV_AMO_SWAP = 2,
+    USHMEMI_DEV_AMO_CSWAP = 3,
+    USHMEMI_DEV_AMO_ADD = 4,
+    USHMEMI_DEV_AMO_AND = 5,
+    USHMEMI_DEV_AMO_OR = 6,
+    USHMEMI_DEV_AMO_XOR = 7,
+};
+
+/* One relaxed system-scope atomic on a 4- or 8-byte word (bit patterns);
+ * returns the old value (FETCH: the value; SET: 0). */
+SHMEMX_DEV_FN uint32_t ushmemi_dev_amo32(void *p, int op, uint32_t v, uint32_t c)
+{
+    uint32_t old = 0;
+    switch (op) {
+    case USHMEMI_DEV_AMO_FETCH: old = ushmemi_dev_ld_relaxed32(p); break;
+    case USHMEMI_DEV_AMO_SET:
+        asm volatile("st.relaxed.sys.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+        break;
+    case USHMEMI_DEV_AMO_SWAP:
+        asm volatile("atom.relaxed.sys.global.exch.b32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(p), "r"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_CSWAP:
+        asm volatile("atom.relaxed.sys.global.cas.b32 %0, [%1], %2, %3;"
+                     : "=r"(old)
+                     : "l"(p), "r"(c), "r"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_ADD:
+        asm volatile("atom.relaxed.sys.global.add.u32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(p), "r"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_AND:
+        asm volatile("atom.relaxed.sys.global.and.b32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(p), "r"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_OR:
+        asm volatile("atom.relaxed.sys.global.or.b32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(p), "r"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_XOR:
+        asm volatile("atom.relaxed.sys.global.xor.b32 %0, [%1], %2;"
+                     : "=r"(old)
+                     : "l"(p), "r"(v)
+                     : "memory");
+        break;
+    }
+    return old;
+}
+
+SHMEMX_DEV_FN uint64_t ushmemi_dev_amo64(void *p, int op, uint64_t v, uint64_t c)
+{
+    uint64_t old = 0;
+    switch (op) {
+    case USHMEMI_DEV_AMO_FETCH: old = ushmemi_dev_ld_relaxed64(p); break;
+    case USHMEMI_DEV_AMO_SET: ushmemi_dev_st_relaxed64(p, v); break;
+    case USHMEMI_DEV_AMO_SWAP:
+        asm volatile("atom.relaxed.sys.global.exch.b64 %0, [%1], %2;"
+                     : "=l"(old)
+                     : "l"(p), "l"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_CSWAP:
+        asm volatile("atom.relaxed.sys.global.cas.b64 %0, [%1], %2, %3;"
+                     : "=l"(old)
+                     : "l"(p), "l"(c), "l"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_ADD:
+        asm volatile("atom.relaxed.sys.global.add.u64 %0, [%1], %2;"
+                     : "=l"(old)
+                     : "l"(p), "l"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_AND:
+        asm volatile("atom.relaxed.sys.global.and.b64 %0, [%1], %2;"
+                     : "=l"(old)
+                     : "l"(p), "l"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_OR:
+        asm volatile("atom.relaxed.sys.global.or.b64 %0, [%1], %2;"
+                     : "=l"(old)
+                     : "l"(p), "l"(v)
+                     : "memory");
+        break;
+    case USHMEMI_DEV_AMO_XOR:
+        asm volatile("atom.relaxed.sys.global.xor.b64 %0, [%1], %2;"
+                     : "=l"(old)
+                     : "l"(p), "l"(v)
+                     : "memory");
+        break;
+    }
+    return old;
+}
+
+/* ---- thread groups ---- */
+
+struct shmemx_dev_thread_group {
+    __device__ unsigned rank() const
+    {
+        return 0;
+    }
+    __device__ unsigned size() const
+    {
+        return 1;
+    }
+    __device__ void sync() const {}
+};
+struct shmemx_dev_warp_group {
+    __device__ unsigned rank() const
+    {
+        return ushmemi_dev_lane();
+    }
+    __device__ unsigned size() const
+    {
+        return 32;
+    }
+    __device__ void sync() const
+    {
+        ushmemi_dev_bar_warp();
+    }
+};
+struct shmemx_dev_block_group {
+    __device__ unsigned rank() const
+    {
+        return ushmemi_dev_tid();
+    }
+    __device__ unsigned size() const
+    {
+        return ushmemi_dev_ntid();
+    }
+    __device__ void sync() const
+    {
+        ushmemi_dev_bar_block();
+    }
+};
+
+/* ---- handle checks and address translation ---- */
+
+SHMEMX_DEV_FN void ushmemi_dev_check_handle(const shmemx_dev_t &d, const char *call)
+{
+    if (d.magic != SHMEMX_DEV_MAGIC || d.version != SHMEMX_DEV_VERSION) {
+        printf("ushmem: %s: the device handle is not valid (magic 0x%x, version %u; this header "
+               "is version %u): pass the shmemx_dev_t filled by shmemx_dev_get()\n",
+               call, d.magic, d.version, SHMEMX_DEV_VERSION);
+        ushmemi_dev_trap();
+    }
+}
+
+SHMEMX_DEV_FN void ushmemi_dev_check_sym(const shmemx_dev_t &d, const void *sym, size_t n,
+                                         const char *call)
+{
+#ifdef SHMEMX_DEVICE_CHECKS
+    uint64_t off = (uint64_t)(uintptr_t)sym - d.heap_base;
+    if (off >= d.heap_size || n > d.heap_size - off) {
+        printf("ushmem: PE %d: %s: %p (%llu bytes) is not a symmetric device-heap address "
+               "(heap [0x%llx, +%llu))\n",
+               d.world_pe, call, sym, (unsigned long long)n, (unsigned long long)d.heap_base,
+               (unsigned long long)d.heap_size);
+        ushmemi_dev_trap();
+    }
+#else
+    (void)d, (void)sym, (void)n, (void)call;
+#endif
+}
+
+/* World PE of team PE pe, after a range check. */
+SHMEMX_DEV_FN int ushmemi_dev_world(const shmemx_dev_t &d, int pe, const char *call)
+{
+    if ((unsigned)pe >= (unsigned)d.n_pes) {
+        ushmemi_dev_check_handle(d, call);
+        printf("ushmem: PE %d: %s: PE %d is out of range (the team has %d PEs)\n", d.world_pe, call,
+               pe, d.n_pes);
+        ushmemi_dev_trap();
+    }
+    return d.team_start + pe * d.team_stride;
+}
+
+/* Base of world PE w's device heap as mapped here, 0 when it is not mapped. */
+SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
+{
+    if (w == d.world_pe)
+        return d.heap_base; /* the own heap, never a second mapping of it */
+    return ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + w);
+}
+
+/* The peer's copy of [sym, sym+n), or a trap naming the call. */
+SHMEMX_DEV_FN char *ushmemi_dev_xlate(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
+                                      const char *call)
+{
+    int w = ushmemi_dev_world(d, pe, call);
+    ushmemi_dev_check_sym(d, sym, n, call);
+    if (w == d.world_pe)
+        return (char *)sym;
+    uint64_t base = ushmemi_dev_base(d, w);
+    if (base == 0) {
+        ushmemi_dev_check_handle(d, call);
+        printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (another host, "
+               "or no peer access between the GPUs); use the host or stream API for it\n",
+               d.world_pe, call, w);
+        ushmemi_dev_trap();
+    }
+    return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base));
+}
+
+SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const char *call)
+{
+    if (!(d.flags & SHMEMX_DEV_F_PEER_ATOMICS) && d.team_start + pe * d.team_stride != d.world_pe) {
+        printf("ushmem: PE %d: %s: the GPUs of this job lack native peer-to-peer atomics, so "
+               "device atomics on other PEs are off (use the host API's atomics)\n",
+               d.world_pe, call);
+        ushmemi_dev_trap();
+    }
+}
+
+/* ---- queries ---- */
+
+SHMEMX_DEV_FN int shmemx_dev_my_pe(const shmemx_dev_t &d)
+{
+    return d.my_pe;
+}
+SHMEMX_DEV_FN int shmemx_dev_n_pes(const shmemx_dev_t &d)
+{
+    return d.n_pes;
+}
+
+/* The address of sym on pe, usable with plain loads and stores in this
+ * kernel; sym itself for the calling PE; NULL when pe's heap is not mapped. */
+SHMEMX_DEV_FN void *shmemx_dev_ptr(const shmemx_dev_t &d, const void *sym, int pe)
+{
+    int w = ushmemi_dev_world(d, pe, "shmemx_dev_ptr");
+    ushmemi_dev_check_sym(d, sym, 1, "shmemx_dev_ptr");
+    if (w == d.world_pe)
+        return (void *)sym;
+    uint64_t base = ushmemi_dev_base(d, w);
+    return base ? (void *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base)) : 0;
+}
+
+/* ---- copies ---- */
+
+struct alignas(16) ushmemi_dev_v4 {
+    unsigned x, y, z, w;
+};
+
+/* The group copies n bytes; words of W bytes where dst and src agree modulo W,
+ * four loads in flight per thread. */
+template <typename W, typename G>
+SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
+{
+    const unsigned r = g.rank(), s = g.size();
+    size_t head = (sizeof(W) - ((uintptr_t)dst & (sizeof(W) - 1))) & (sizeof(W) - 1);
+    if (head > n)
+        head = n;
+    for (size_t i = r; i < head; i += s)
+        dst[i] = src[i];
+    size_t nw = (n - head) / sizeof(W);
+    W *dw = (W *)(dst + head);
+    const W *sw = (const W *)(src + head);
+    size_t i = r;
+    for (; i + 3 * (size_t)s < nw; i += 4 * (size_t)s) {
+        W a = sw[i], b = sw[i + s], c = sw[i + 2 * (size_t)s], e = sw[i + 3 * (size_t)s];
+        dw[i] = a;
+        dw[i + s] = b;
+        dw[i + 2 * (size_t)s] = c;
+        dw[i + 3 * (size_t)s] = e;
+    }
+    for (; i < nw; i += s)
+        dw[i] = sw[i];
+    for (size_t k = head + nw * sizeof(W) + r; k < n; k += s)
+        dst[k] = src[k];
+}
+
+template <typename G> SHMEMX_DEV_FN void ushmemi_dev_copy(G g, void *dst, const void *src, size_t n)
+{
+    uintptr_t x = (uintptr_t)dst ^ (uintptr_t)src;
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    if ((x & 15) == 0)
+        ushmemi_dev_copy_w<ushmemi_dev_v4>(g, d, s, n);
+    else if ((x & 7) == 0)
+        ushmemi_dev_copy_w<unsigned long long>(g, d, s, n);
+    else if ((x & 3) == 0)
+        ushmemi_dev_copy_w<unsigned>(g, d, s, n);
+    else
+        ushmemi_dev_copy_w<unsigned char>(g, d, s, n);
+}
+
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const void *src,
+                                   size_t n, int pe, const char *call)
+{
+    char *r = ushmemi_dev_xlate(d, dest, n, pe, call);
+    g.sync();
+    ushmemi_dev_copy(g, r, src, n);
+    g.sync();
+}
+
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const void *src,
+                                   size_t n, int pe, const char *call)
+{
+    const char *r = ushmemi_dev_xlate(d, src, n, pe, call);
+    g.sync();
+    ushmemi_dev_copy(g, dest, r, n);
+    g.sync();
+}
+
+/* Blocking put: the source may be reused on return; the data is visible to pe
+ * after a quiet, or to whoever observes a signal released after it. On mapped
+ * peers the _nbi forms are the same stores (completion at quiet either way). */
+#define USHMEMI_DEV_RMA(name, fn, grp)                                                             \
+    SHMEMX_DEV_FN void shmemx_dev_##name(const shmemx_dev_t &d, void *dest, const void *source,    \
+                                         size_t nbytes, int pe)                                    \
+    {                                                                                              \
+        fn(d, grp(), dest, source, nbytes, pe, "shmemx_dev_" #name);                               \
+    }
+USHMEMI_DEV_RMA(putmem, ushmemi_dev_put, shmemx_dev_thread_group)
+USHMEMI_DEV_RMA(putmem_warp, ushmemi_dev_put, shmemx_dev_warp_group)
+USHMEMI_DEV_RMA(putmem_block, ushmemi_dev_put, shmemx_dev_block_group)
+USHMEMI_DEV_RMA(putmem_nbi, ushmemi_dev_put, shmemx_dev_thread_group)
+USHMEMI_DEV_RMA(putmem_nbi_warp, ushmemi_dev_put, shmemx_dev_warp_group)
+USHMEMI_DEV_RMA(putmem_nbi_block, ushmemi_dev_put, shmemx_dev_block_group)
+USHMEMI_DEV_RMA(getmem, ushmemi_dev_get, shmemx_dev_thread_group)
+USHMEMI_DEV_RMA(getmem_warp, ushmemi_dev_get, shmemx_dev_warp_group)
+USHMEMI_DEV_RMA(getmem_block, ushmemi_dev_get, shmemx_dev_block_group)
+USHMEMI_DEV_RMA(getmem_nbi, ushmemi_dev_get, shmemx_dev_thread_group)
+USHMEMI_DEV_RMA(getmem_nbi_warp, ushmemi_dev_get, shmemx_dev_warp_group)
+USHMEMI_DEV_RMA(getmem_nbi_block, ushmemi_dev_get, shmemx_dev_block_group)
+#undef USHMEMI_DEV_RMA
+
+/* Typed forms: nelems elements of T. */
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_put(const shmemx_dev_t &d, T *dest, const T *source, size_t nelems,
+                                  int pe)
+{
+    shmemx_dev_putmem(d, dest, source, nelems * sizeof(T), pe);
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_put_warp(const shmemx_dev_t &d, T *dest, const T *source,
+                                       size_t nelems, int pe)
+{
+    shmemx_dev_putmem_warp(d, dest, source, nelems * sizeof(T), pe);
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_put_block(const shmemx_dev_t &d, T *dest, const T *source,
+                                        size_t nelems, int pe)
+{
+    shmemx_dev_putmem_block(d, dest, source, nelems * sizeof(T), pe);
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_get(const shmemx_dev_t &d, T *dest, const T *source, size_t nelems,
+                                  int pe)
+{
+    shmemx_dev_getmem(d, dest, source, nelems * sizeof(T), pe);
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_get_warp(const shmemx_dev_t &d, T *dest, const T *source,
+                                       size_t nelems, int pe)
+{
+    shmemx_dev_getmem_warp(d, dest, source, nelems * sizeof(T), pe);
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_get_block(const shmemx_dev_t &d, T *dest, const T *source,
+                                        size_t nelems, int pe)
+{
+    shmemx_dev_getmem_block(d, dest, source, nelems * sizeof(T), pe);
+}
+
+/* Single elements: one store / one load through the peer mapping. */
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_p(const shmemx_dev_t &d, T *dest, T value, int pe)
+{
+    *(volatile T *)ushmemi_dev_xlate(d, dest, sizeof(T), pe, "shmemx_dev_p") = value;
+}
+template <typename T> SHMEMX_DEV_FN T shmemx_dev_g(const shmemx_dev_t &d, const T *source, int pe)
+{
+    return *(const volatile T *)ushmemi_dev_xlate(d, source, sizeof(T), pe, "shmemx_dev_g");
+}
+
+/* ---- ordering ---- */
+
+/* Every put, AMO and signal this thread (group) issued before is complete and
+ * visible to every PE. */
+template <typename G> SHMEMX_DEV_FN void ushmemi_dev_quiet(G g)
+{
+    g.sync();
+    if (g.rank() == 0)
+        ushmemi_dev_fence_sc();
+    g.sync();
+}
+SHMEMX_DEV_FN void shmemx_dev_quiet(const shmemx_dev_t &d)
+{
+    (void)d;
+    ushmemi_dev_fence_sc();
+}
+SHMEMX_DEV_FN void shmemx_dev_quiet_warp(const shmemx_dev_t &d)
+{
+    (void)d;
+    ushmemi_dev_quiet(shmemx_dev_warp_group());
+}
+SHMEMX_DEV_FN void shmemx_dev_quiet_block(const shmemx_dev_t &d)
+{
+    (void)d;
+    ushmemi_dev_quiet(shmemx_dev_block_group());
+}
+/* Puts to one PE before the fence are delivered before those after it. */
+SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
+{
+    (void)d;
+    ushmemi_dev_fence_acq_rel();
+}
+
+/* ---- signals ---- */
+
+SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint64_t value,
+                                      int sig_op, int pe, const char *call)
+{
+    uint64_t *r = (uint64_t *)ushmemi_dev_xlate(d, sig, 8, pe, call);
+    if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
+        ushmemi_dev_need_atomics(d, pe, call);
+        ushmemi_dev_red_release_add64(r, value);
+    } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
+        ushmemi_dev_st_release64(r, value);
+    } else {
+        printf("ushmem: PE %d: %s: unknown signal operator %d (SHMEM_SIGNAL_SET or _ADD)\n",
+               d.world_pe, call, sig_op);
+        ushmemi_dev_trap();
+    }
+}
+
+/* Update pe's signal word with release semantics: everything this thread
+ * stored before (and what its group synced before) is visible first. */
+SHMEMX_DEV_FN void shmemx_dev_signal_op(const shmemx_dev_t &d, uint64_t *sig_addr, uint64_t signal,
+                                        int sig_op, int pe)
+{
+    ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, "shmemx_dev_signal_op");
+}
+
+/* This PE's signal word, with acquire semantics. */
+SHMEMX_DEV_FN uint64_t shmemx_dev_signal_fetch(const shmemx_dev_t &d, const uint64_t *sig_addr)
+{
+    ushmemi_dev_check_sym(d, sig_addr, 8, "shmemx_dev_signal_fetch");
+    return ushmemi_dev_ld_acquire64(sig_addr);
+}
+
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest,
+                                          const void *source, size_t nbytes, uint64_t *sig_addr,
+                                          uint64_t signal, int sig_op, int pe, const char *call)
+{
+    char *r = ushmemi_dev_xlate(d, dest, nbytes, pe, call);
+    g.sync();
+    ushmemi_dev_copy(g, r, source, nbytes);
+    g.sync(); /* the group's stores, then one release covers them all */
+    if (g.rank() == 0)
+        ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
+    g.sync();
+}
+
+/* Put, then update pe's signal word once the data is visible there. */
+#define USHMEMI_DEV_PUT_SIGNAL(name, grp)                                                          \
+    SHMEMX_DEV_FN void shmemx_dev_##name(const shmemx_dev_t &d, void *dest, const void *source,    \
+                                         size_t nbytes, uint64_t *sig_addr, uint64_t signal,       \
+                                         int sig_op, int pe)                                       \
+    {                                                                                              \
+        ushmemi_dev_put_signal(d, grp(), dest, source, nbytes, sig_addr, signal, sig_op, pe,       \
+                               "shmemx_dev_" #name);                                               \
+    }
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal, shmemx_dev_thread_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_warp, shmemx_dev_warp_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_block, shmemx_dev_block_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi, shmemx_dev_thread_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_warp, shmemx_dev_warp_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_block, shmemx_dev_block_group)
+#undef USHMEMI_DEV_PUT_SIGNAL
+
+/* ---- atomics ---- */
+
+template <typename T> struct ushmemi_dev_int {
+    static const bool ok = false;
+};
+#define USHMEMI_DEV_INT(T)                                                                         \
+    template <> struct ushmemi_dev_int<T> {                                                        \
+        static const bool ok = sizeof(T) == 4 || sizeof(T) == 8;                                   \
+    };
+USHMEMI_DEV_INT(int)
+USHMEMI_DEV_INT(unsigned int)
+USHMEMI_DEV_INT(long)
+USHMEMI_DEV_INT(unsigned long)
+USHMEMI_DEV_INT(long long)
+USHMEMI_DEV_INT(unsigned long long)
+#undef USHMEMI_DEV_INT
+
+/* Bit patterns in and out of a 4- or 8-byte T. */
+template <typename T> SHMEMX_DEV_FN uint64_t ushmemi_dev_bits(T v)
+{
+    union {
+        T t;
+        uint32_t u32;
+        uint64_t u64;
+    } u;
+    u.u64 = 0;
+    u.t = v;
+    return sizeof(T) == 4 ? u.u32 : u.u64;
+}
+template <typename T> SHMEMX_DEV_FN T ushmemi_dev_from_bits(uint64_t b)
+{
+    union {
+        T t;
+        uint32_t u32;
+        uint64_t u64;
+    } u;
+    if (sizeof(T) == 4)
+        u.u32 = (uint32_t)b;
+    else
+        u.u64 = b;
+    return u.t;
+}
+
+template <typename T>
+SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T value, T cond,
+                                int pe, const char *call)
+{
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device AMOs take 4- or 8-byte types");
+    void *r = ushmemi_dev_xlate(d, dest, sizeof(T), pe, call);
+    if (op != USHMEMI_DEV_AMO_FETCH)
+        ushmemi_dev_need_atomics(d, pe, call);
+    uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
+    uint64_t old = sizeof(T) == 4 ? ushmemi_dev_amo32(r, op, (uint32_t)v, (uint32_t)c)
+                                  : ushmemi_dev_amo64(r, op, v, c);
+    return ushmemi_dev_from_bits<T>(old);
+}
+
+/* Fetch, set, swap and compare_swap take any 4- or 8-byte type (float and
+ * double too); the arithmetic and bitwise AMOs take integers. */
+template <typename T>
+SHMEMX_DEV_FN T shmemx_dev_atomic_fetch(const shmemx_dev_t &d, const T *source, int pe)
+{
+    return ushmemi_dev_amo(d, source, USHMEMI_DEV_AMO_FETCH, T(), T(), pe,
+                           "shmemx_dev_atomic_fetch");
+}
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_atomic_set(const shmemx_dev_t &d, T *dest, T value, int pe)
+{
+    (void)ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SET, value, T(), pe, "shmemx_dev_atomic_set");
+}
+template <typename T>
+SHMEMX_DEV_FN T shmemx_dev_atomic_swap(const shmemx_dev_t &d, T *dest, T value, int pe)
+{
+    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SWAP, value, T(), pe, "shmemx_dev_atomic_swap");
+}
+template <typename T>
+SHMEMX_DEV_FN T shmemx_dev_atomic_compare_swap(const shmemx_dev_t &d, T *dest, T cond, T value,
+                                               int pe)
+{
+    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_CSWAP, value, cond, pe,
+                           "shmemx_dev_atomic_compare_swap");
+}
+
+#define USHMEMI_DEV_AMO_INT(name, op, value_expr)                                                  \
+    template <typename T>                                                                          \
+    SHMEMX_DEV_FN T shmemx_dev_atomic_fetch_##name(const shmemx_dev_t &d, T *dest,                 \
+                                                   USHMEMI_DEV_AMO_PARAM_##name int pe)            \
+    {                                                                                              \
+        static_assert(ushmemi_dev_int<T>::ok, "this device AMO takes 32/64-bit integers");         \
+        return ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe,                              \
+                               "shmemx_dev_atomic_fetch_" #name);                                  \
+    }                                                                                              \
+    template <typename T>                                                                          \
+    SHMEMX_DEV_FN void shmemx_dev_atomic_##name(const shmemx_dev_t &d, T *dest,                    \
+                                                USHMEMI_DEV_AMO_PARAM_##name int pe)               \
+    {                                                                                              \
+        static_assert(ushmemi_dev_int<T>::ok, "this device AMO takes 32/64-bit integers");         \
+        (void)ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe, "shmemx_dev_atomic_" #name);  \
+    }
+#define USHMEMI_DEV_AMO_PARAM_add T value,
+#define USHMEMI_DEV_AMO_PARAM_inc
+#define USHMEMI_DEV_AMO_PARAM_and T value,
+#define USHMEMI_DEV_AMO_PARAM_or  T value,
+#define USHMEMI_DEV_AMO_PARAM_xor T value,
+USHMEMI_DEV_AMO_INT(add, USHMEMI_DEV_AMO_ADD, value)
+USHMEMI_DEV_AMO_INT(inc, USHMEMI_DEV_AMO_ADD, 1)
+USHMEMI_DEV_AMO_INT(and, USHMEMI_DEV_AMO_AND, value)
+USHMEMI_DEV_AMO_INT(or, USHMEMI_DEV_AMO_OR, value)
+USHMEMI_DEV_AMO_INT(xor, USHMEMI_DEV_AMO_XOR, value)
+#undef USHMEMI_DEV_AMO_INT
+#undef USHMEMI_DEV_AMO_PARAM_add
+#undef USHMEMI_DEV_AMO_PARAM_inc
+#undef USHMEMI_DEV_AMO_PARAM_and
+#undef USHMEMI_DEV_AMO_PARAM_or
+#undef USHMEMI_DEV_AMO_PARAM_xor
+
+/* ---- waits ---- */
+
+/* Whether this PE may spin on the device; if not, one line per PE, then a trap. */
+SHMEMX_DEV_FN void ushmemi_dev_wait_gate(const shmemx_dev_t &d, const char *call)
+{
+    if (d.flags & SHMEMX_DEV_F_WAIT_OK)
+        return;
+    ushmemi_dev_check_handle(d, call);
+    uint64_t *reported = (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_REPORTED_OFF);
+    if (ushmemi_dev_amo64(reported, USHMEMI_DEV_AMO_SWAP, 1, 0) == 0) {
+        if (d.wait_reason == SHMEMX_DEV_WAIT_MPS_SHARES)
+            printf("ushmem: PE %d: %s: device-side waits are off: under MPS the %d PEs on GPU "
+                   "%04x:%02x:%02x may use %d SMs together, more than its %d, so a spinning "
+                   "kernel can starve a peer forever; set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE <= "
+                   "%d (ushrun --mps does), or wait with shmemx_signal_wait_until_on_stream\n",
+                   d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2], d.sm_sum,
+                   d.sm_total, d.gpu_pes > 0 ? 100 / d.gpu_pes : 100);
+        else if (d.wait_reason == SHMEMX_DEV_WAIT_SHARED_GPU)
+            printf("ushmem: PE %d: %s: device-side waits are off: %d PEs share GPU "
+                   "%04x:%02x:%02x without MPS (each hand-off waits for a time slice, ~4.5 ms); "
+                   "wait with shmemx_signal_wait_until_on_stream, use one PE per GPU, or run "
+                   "under MPS (ushrun --mps); USHMEM_DEVICE_WAIT=timesliced allows it, slow but "
+                   "correct\n",
+                   d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2]);
+        else
+            printf("ushmem: PE %d: %s: device-side waits are off for this handle (reason %d; "
+                   "shmemx_dev_why() says more)\n",
+                   d.world_pe, call, d.wait_reason);
+    }
+    ushmemi_dev_trap();
+}
+
+/* Every 1024 polls: the job's end (abort word) and the wait timeout. */
+SHMEMX_DEV_FN void ushmemi_dev_wait_tick(const shmemx_dev_t &d, unsigned polls, uint64_t *t0,
+                                         const void *addr, const char *call)
+{
+    if (polls & 1023)
+        return;
+    if (d.abort_flag && ushmemi_dev_ld_relaxed32((const void *)(uintptr_t)d.abort_flag)) {
+        printf("ushmem: PE %d: %s: the job is ending (finalize or global_exit); wait on %p "
+               "abandoned\n",
+               d.world_pe, call, addr);
+        ushmemi_dev_trap();
+    }
+    uint64_t now = ushmemi_dev_clock_ns();
+    if (*t0 == 0)
+        *t0 = now;
+    else if (d.wait_timeout_ns && now - *t0 > d.wait_timeout_ns) {
+        printf("ushmem: PE %d: %s: waited more than %llu s on %p (heap offset 0x%llx) "
+               "(USHMEM_DEVICE_WAIT_TIMEOUT)\n",
+               d.world_pe, call, (unsigned long long)(d.wait_timeout_ns / 1000000000ull), addr,
+               (unsigned long long)((uint64_t)(uintptr_t)addr - d.heap_base));
+        ushmemi_dev_trap();
+    }
+    if (polls >= 16384)
+        ushmemi_dev_nanosleep(256);
+}
+
+template <typename T> SHMEMX_DEV_FN bool ushmemi_dev_cmp(T v, int cmp, T value)
+{
+    switch (cmp) {
+    case SHMEMX_DEV_CMP_EQ: return v == value;
+    case SHMEMX_DEV_CMP_NE: return v != value;
+    case SHMEMX_DEV_CMP_GT: return v > value;
+    case SHMEMX_DEV_CMP_GE: return v >= value;
+    case SHMEMX_DEV_CMP_LT: return v < value;
+    case SHMEMX_DEV_CMP_LE: return v <= value;
+    }
+    return false;
+}
+
+template <typename T> SHMEMX_DEV_FN T ushmemi_dev_load_acquire(const T *p)
+{
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device waits take 4- or 8-byte types");
+    return ushmemi_dev_from_bits<T>(sizeof(T) == 4 ? ushmemi_dev_ld_acquire32(p)
+                                                   : ushmemi_dev_ld_acquire64(p));
+}
+
+template <typename T>
+SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, T value,
+                                 const char *call)
+{
+    ushmemi_dev_wait_gate(d, call);
+    ushmemi_dev_check_sym(d, ivar, sizeof(T), call);
+    if (cmp < SHMEMX_DEV_CMP_EQ || cmp > SHMEMX_DEV_CMP_LE) {
+        printf("ushmem: PE %d: %s: unknown comparison %d (SHMEM_CMP_*)\n", d.world_pe, call, cmp);
+        ushmemi_dev_trap();
+    }
+    uint64_t t0 = 0;
+    for (unsigned polls = 1;; polls++) {
+        T v = ushmemi_dev_load_acquire(ivar);
+        if (ushmemi_dev_cmp(v, cmp, value))
+            return v;
+        ushmemi_dev_wait_tick(d, polls, &t0, ivar, call);
+    }
+}
+
+/* Wait until this PE's *ivar satisfies cmp value (SHMEM_CMP_*); acquire:
+ * what was released before the satisfying write is visible after. */
+template <typename T>
+SHMEMX_DEV_FN void shmemx_dev_wait_until(const shmemx_dev_t &d, T *ivar, int cmp, T value)
+{
+    (void)ushmemi_dev_wait(d, ivar, cmp, value, "shmemx_dev_wait_until");
+}
+/* The same on a signal word; returns the value that satisfied it. */
+SHMEMX_DEV_FN uint64_t shmemx_dev_signal_wait_until(const shmemx_dev_t &d, uint64_t *sig_addr,
+                                                    int cmp, uint64_t value)
+{
+    return ushmemi_dev_wait(d, sig_addr, cmp, value, "shmemx_dev_signal_wait_until");
+}
+/* 1 if this PE's *ivar satisfies cmp value now (acquire), else 0. Never spins. */
+template <typename T>
+SHMEMX_DEV_FN int shmemx_dev_test(const shmemx_dev_t &d, T *ivar, int cmp, T value)
+{
+    ushmemi_dev_check_sym(d, ivar, sizeof(T), "shmemx_dev_test");
+    return ushmemi_dev_cmp(ushmemi_dev_load_acquire(ivar), cmp, value) ? 1 : 0;
+}
+
+/* ---- barriers ----
+ * One round: every member stores its new epoch into each peer's inbox slot
+ * for it (release), then waits until its own inbox shows every peer's (acquire).
+ * The epoch only grows (wrap-safe compare), so nothing is reset between
+ * barriers or CUDA graph replays. One group per PE takes part in each call. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, bool world,
+                                       const char *call)
+{
+    ushmemi_dev_wait_gate(d, call);
+    if ((world && !(d.flags & SHMEMX_DEV_F_WORLD)) || d.n_pes > SHMEMX_DEV_BARRIER_MAX ||
+        d.team_slot < 0 || d.team_slot >= SHMEMX_DEV_TEAM_SLOTS) {
+        ushmemi_dev_check_handle(d, call);
+        printf("ushmem: PE %d: %s: %s\n", d.world_pe, call,
+               world && !(d.flags & SHMEMX_DEV_F_WORLD)
+                   ? "needs the world handle (shmemx_dev_get); use the team form for team handles"
+                   : "the team is too large for a device barrier (at most 128 PEs)");
+        ushmemi_dev_trap();
+    }
+    g.sync();
+    if (quiet && g.rank() == 0)
+        ushmemi_dev_fence_sc();
+    uint64_t *epoch =
+        (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
+    uint64_t e = *(volatile uint64_t *)epoch + 1;
+    g.sync();
+    uint64_t inbox_off = SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_INBOX_OFF +
+                         ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
+    for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {
+        if (j == d.my_pe)
+            continue;
+        uint64_t base = ushmemi_dev_base(d, d.team_start + j * d.team_stride);
+        if (base == 0) {
+            printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
+                   d.world_pe, call, j);
+            ushmemi_dev_trap();
+        }
+        ushmemi_dev_st_release64((void *)(uintptr_t)(base + inbox_off + 8 * (uint64_t)d.my_pe), e);
+    }
+    const uint64_t *mine = (const uint64_t *)(uintptr_t)(d.heap_base + inbox_off);
+    for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {
+        if (j == d.my_pe)
+            continue;
+        uint64_t t0 = 0;
+        for (unsigned polls = 1; (int64_t)(ushmemi_dev_ld_acquire64(mine + j) - e) < 0; polls++)
+            ushmemi_dev_wait_tick(d, polls, &t0, mine + j, call);
+    }
+    g.sync();
+    if (g.rank() == 0)
+        *(volatile uint64_t *)epoch = e;
+}
+
+/* All PEs (world handle): quiet, then wait until every PE arrived. */
+SHMEMX_DEV_FN void shmemx_dev_barrier_all(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_thread_group(), true, true, "shmemx_dev_barrier_all");
+}
+SHMEMX_DEV_FN void shmemx_dev_barrier_all_warp(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_warp_group(), true, true, "shmemx_dev_barrier_all_warp");
+}
+SHMEMX_DEV_FN void shmemx_dev_barrier_all_block(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_block_group(), true, true, "shmemx_dev_barrier_all_block");
+}
+/* Synchronization only (no quiet of earlier puts). */
+SHMEMX_DEV_FN void shmemx_dev_sync_all(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_thread_group(), false, true, "shmemx_dev_sync_all");
+}
+SHMEMX_DEV_FN void shmemx_dev_sync_all_warp(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_warp_group(), false, true, "shmemx_dev_sync_all_warp");
+}
+SHMEMX_DEV_FN void shmemx_dev_sync_all_block(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_block_group(), false, true, "shmemx_dev_sync_all_block");
+}
+/* Team forms: the members of the handle's team (shmemx_team_dev_get). */
+SHMEMX_DEV_FN void shmemx_dev_barrier(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_thread_group(), true, false, "shmemx_dev_barrier");
+}
+SHMEMX_DEV_FN void shmemx_dev_barrier_warp(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_warp_group(), true, false, "shmemx_dev_barrier_warp");
+}
+SHMEMX_DEV_FN void shmemx_dev_barrier_block(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_block_group(), true, false, "shmemx_dev_barrier_block");
+}
+SHMEMX_DEV_FN void shmemx_dev_team_sync(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_thread_group(), false, false, "shmemx_dev_team_sync");
+}
+SHMEMX_DEV_FN void shmemx_dev_team_sync_warp(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_warp_group(), false, false, "shmemx_dev_team_sync_warp");
+}
+SHMEMX_DEV_FN void shmemx_dev_team_sync_block(const shmemx_dev_t &d)
+{
+    ushmemi_dev_barrier(d, shmemx_dev_block_group(), false, false, "shmemx_dev_team_sync_block");
+}
+
+#endif /* device compilation */
+
+/* ---- host side, in CUDA translation units compiled by nvcc ---- */
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(__CUDA_ARCH__)
+#include <shmemx.h>
+/* Cooperative launch of a kernel that synchronizes across PEs (all its CTAs
+ * must be resident at once): checks the grid against the occupancy the GPU
+ * (or this PE's MPS share) allows. 0, or a negative SHMEMX_ERR_* with one line
+ * on stderr. The kernel is the __global__ function itself. */
+template <typename K>
+static inline int shmemx_collective_launch(K *kernel, dim3 grid, dim3 block, void **args,
+                                           size_t shared_bytes, cudaStream_t stream)
+{
+    cudaFunction_t f = 0;
+    if (cudaGetFuncBySymbol(&f, (const void *)kernel) != cudaSuccess) {
+        fprintf(stderr, "ushmem: shmemx_collective_launch: not a kernel of this program\n");
+        return SHMEMX_ERR_INVALID;
+    }
+    return shmemx_collective_launch_cu((void *)f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                       args, shared_bytes, (shmemx_stream_t)stream);
+}
+#endif
+
+#endif /* SHMEMX_DEVICE_CUH */

@@ -1,0 +1,89 @@
+/* ushmem device API: the handle kernels receive, and its constants.
+ *
+ * Plain C (C99 and later, C++, CUDA, NVRTC): the host library fills a
+ * shmemx_dev_t (shmemx_dev_get / shmemx_team_dev_get in shmemx.h) and the
+ * program passes it by value to kernels, which use it through the functions of
+ * shmemx_device.cuh. Python mirrors the layout (ushmem.device_handle()); a
+ * test checks the two against offsetof. Pointers are stored as uint64_t so the
+ * layout is the same for every compiler and for ctypes. */
+#ifndef SHMEMX_DEVICE_TYPES_H
+#define SHMEMX_DEVICE_TYPES_H
+
+#if defined(__CUDACC_RTC__)
+/* NVRTC has no host headers: the fixed-width types it needs. */
+typedef unsigned int uint32_t;
+typedef int int32_t;
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+#else
+#include <stdint.h>
+#endif
+
+#define SHMEMX_DEV_MAGIC   0x75534844u /* "uSHD" */
+#define SHMEMX_DEV_VERSION 1u
+
+/* flags */
+#define SHMEMX_DEV_F_WAIT_OK      0x1u /* device-side waits and barriers may spin */
+#define SHMEMX_DEV_F_PEER_ATOMICS 0x2u /* every mapped peer has native GPU atomics */
+#define SHMEMX_DEV_F_WORLD        0x4u /* the handle's team is SHMEM_TEAM_WORLD */
+#define SHMEMX_DEV_F_TIMESLICED   0x8u /* waits allowed by USHMEM_DEVICE_WAIT=timesliced */
+
+/* wait_reason: why SHMEMX_DEV_F_WAIT_OK is clear (shmemx_dev_why() says it in words). */
+#define SHMEMX_DEV_WAIT_SAFE       0 /* waits are allowed */
+#define SHMEMX_DEV_WAIT_SHARED_GPU 1 /* PEs share a GPU without MPS */
+#define SHMEMX_DEV_WAIT_MPS_SHARES 2 /* MPS, but the PEs' SM shares exceed the GPU */
+#define SHMEMX_DEV_WAIT_NO_DEVICE  3 /* this PE has no device heap */
+
+/* Comparison and signal operators: the values of SHMEM_CMP_* / SHMEM_SIGNAL_*
+ * (shmem.h), usable where shmem.h is not (NVRTC). */
+#define SHMEMX_DEV_CMP_EQ     0
+#define SHMEMX_DEV_CMP_NE     1
+#define SHMEMX_DEV_CMP_GT     2
+#define SHMEMX_DEV_CMP_GE     3
+#define SHMEMX_DEV_CMP_LT     4
+#define SHMEMX_DEV_CMP_LE     5
+#define SHMEMX_DEV_SIGNAL_SET 0
+#define SHMEMX_DEV_SIGNAL_ADD 1
+
+/* Layout of the device sync area, at heap_base + SHMEMX_DEV_SYNC_OFFSET of
+ * every PE (inside the device heap's reserved first MiB, same offsets on every
+ * PE):
+ *   epoch[s]      this PE's completed device barriers on team slot s
+ *   inbox[s][i]   the epoch team member i reached in its latest barrier on s
+ *   reported      set once this PE printed a refusal (one line per job) */
+#define SHMEMX_DEV_SYNC_OFFSET  ((uint64_t)128 << 10)
+#define SHMEMX_DEV_TEAM_SLOTS   256
+#define SHMEMX_DEV_BARRIER_MAX  128 /* team members a device barrier supports */
+#define SHMEMX_DEV_EPOCH_OFF    0
+#define SHMEMX_DEV_REPORTED_OFF ((uint64_t)SHMEMX_DEV_TEAM_SLOTS * 8)
+#define SHMEMX_DEV_INBOX_OFF    ((uint64_t)4 << 10)
+#define SHMEMX_DEV_SYNC_SIZE                                                                       \
+    (SHMEMX_DEV_INBOX_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_BARRIER_MAX * 8)
+
+typedef struct shmemx_dev {
+    uint32_t magic;       /* SHMEMX_DEV_MAGIC: a zeroed handle traps instead of writing */
+    uint32_t version;     /* SHMEMX_DEV_VERSION */
+    int32_t my_pe, n_pes; /* in the handle's team: device calls take team-relative PEs */
+    int32_t team_start;   /* team PE i is world PE team_start + i * team_stride */
+    int32_t team_stride;
+    int32_t world_pe;    /* this PE in SHMEM_TEAM_WORLD */
+    int32_t world_n_pes; /* entries of peer_base */
+    int32_t team_slot;   /* the team's sync slot (device barrier state) */
+    uint32_t flags;      /* SHMEMX_DEV_F_* */
+    int32_t wait_reason; /* SHMEMX_DEV_WAIT_* */
+    int32_t gpu_pes;     /* PEs of the job on this PE's GPU */
+    int32_t sm_sum;      /* MPS: SMs the PEs on this GPU may use together */
+    int32_t sm_total;    /* SMs of this GPU */
+    int32_t gpu_pci[3];  /* PCI domain, bus, device of this PE's GPU */
+    int32_t reserved0;
+    uint64_t heap_base;       /* this PE's device heap: symmetric addresses are */
+    uint64_t heap_size;       /* [heap_base, heap_base + heap_size) */
+    uint64_t peer_base;       /* device address of uint64_t[world_n_pes]: world PE w's heap as
+                                 mapped here, 0 if not mapped; entry world_pe is heap_base */
+    uint64_t sync;            /* device address of this PE's sync area */
+    uint64_t abort_flag;      /* device address of a uint32_t, non-zero once the job is ending */
+    uint64_t wait_timeout_ns; /* a device wait longer than this traps; 0: no limit */
+    uint64_t reserved[4];
+} shmemx_dev_t;
+
+#endif /* SHMEMX_DEVICE_TYPES_H */

@@ -1,0 +1,342 @@
+/* Host side of the device API (include/shmemx_device.cuh): the handle kernels
+ * receive, whether device-side waits are safe, and the collective launch.
+ *
+ * Device waits spin. With several PEs on one GPU that is only safe when the
+ * spinning kernel cannot keep a peer's kernel off the GPU: without MPS the
+ * contexts are time-sliced (correct, but each hand-off costs a slice, ~4.5 ms
+ * measured on an H200), and under MPS a spinner that fills the GPU deadlocks a
+ * peer that needs SMs. So waits are allowed when no GPU has two PEs, or when
+ * every PE on a shared GPU runs under MPS and their SM shares sum to at most
+ * the GPU's SMs; USHMEM_DEVICE_WAIT=timesliced allows them anyway. The verdict
+ * is one per job: every PE computes it from the same exchanged cards. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/team.h"
+#include "transport/cuda/cuda_priv.h"
+
+/* The internal region of the device heap: [0, 64K) stream-sync counters,
+ * [64K, 128K) the world peer table kernels read, then the device sync area. */
+#define PEER_TABLE_OFF ((size_t)64 << 10)
+_Static_assert(SHMEMX_DEV_SYNC_OFFSET >= PEER_TABLE_OFF + 8 * USHMEMI_CUDA_MAX_PES,
+               "peer table overlaps the device sync area");
+_Static_assert(SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_SYNC_SIZE <= USHMEMI_CUDA_INTERNAL_SIZE,
+               "device sync area does not fit the internal region");
+_Static_assert(SHMEMX_DEV_TEAM_SLOTS == USHMEMI_TEAM_SLOTS, "one device sync slot per team slot");
+_Static_assert(SHMEMX_DEV_CMP_GE == SHMEM_CMP_GE && SHMEMX_DEV_CMP_LE == SHMEM_CMP_LE &&
+                   SHMEMX_DEV_SIGNAL_ADD == SHMEM_SIGNAL_ADD,
+               "device constants follow shmem.h");
+
+/* The pinned host word kernels poll for the job's end (scratch page). */
+#define ABORT_OFF 2048
+
+static struct {
+    uint32_t flags;
+    int reason;
+    int gpu_pes, sm_sum, sm_total;
+    int32_t pci[3];
+    char why[400];
+} dev;
+
+void ushmemi_cuda_dev_card(cuda_card_t *c)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    int mps = 0, sms = 0;
+    CUexecAffinityParam aff;
+    ushmemi_cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, u->dev);
+    if (ushmemi_cu.cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, u->dev) !=
+        CUDA_SUCCESS) {
+        const char *e = getenv("USHMEM_MPS"); /* older driver: trust ushrun --mps */
+        mps = e && *e == '1';
+    }
+    c->mps = mps != 0;
+    c->sm_total = sms;
+    c->sm_ctx = sms;
+    memset(&aff, 0, sizeof aff);
+    if (mps &&
+        ushmemi_cu.cuCtxGetExecAffinity(&aff, CU_EXEC_AFFINITY_TYPE_SM_COUNT) == CUDA_SUCCESS &&
+        aff.param.smCount.val > 0)
+        c->sm_ctx = (int32_t)aff.param.smCount.val;
+}
+
+static int mode_of(const char *s)
+{
+    if (!strcmp(s, "auto"))
+        return 0;
+    if (!strcmp(s, "timesliced"))
+        return 1;
+    if (!strcmp(s, "off"))
+        return 2;
+    return -1;
+}
+
+int ushmemi_cuda_dev_check_env(const char *call)
+{
+    if (mode_of(ushmemi_env.device_wait) < 0) {
+        ushmemi_error(call, "USHMEM_DEVICE_WAIT='%s': use auto, timesliced or off",
+                      ushmemi_env.device_wait);
+        return USHMEM_EINVAL;
+    }
+    if (ushmemi_env.device_wait_timeout < 0) {
+        ushmemi_error(call, "USHMEM_DEVICE_WAIT_TIMEOUT=%ld: seconds, 0 for no limit",
+                      ushmemi_env.device_wait_timeout);
+        return USHMEM_EINVAL;
+    }
+    return 0;
+}
+
+/* The PEs of this host on GPU pci: how many, their SM shares, all under MPS. */
+static int gpu_group(const cuda_card_t *cards, int n, const int32_t pci[3], int *sum, int *all_mps)
+{
+    int pes = 0;
+    *sum = 0;
+    *all_mps = 1;
+    for (int b = 0; b < n; b++) {
+        if (cards[b].state != 1 || !ushmemi_g.is_local[b] || memcmp(cards[b].pci, pci, 12))
+            continue;
+        pes++;
+        *sum += cards[b].sm_ctx;
+        *all_mps &= cards[b].mps != 0;
+    }
+    return pes;
+}
+
+/* Device waits are judged per host, from the same cards on every PE: our
+ * GPU's verdict, else the first other GPU that blocks them. */
+static void judge_waits(const cuda_card_t *cards, int n)
+{
+    const cuda_card_t *mine = &cards[ushmemi_g.my_pe];
+    dev.reason = SHMEMX_DEV_WAIT_SAFE;
+    for (int i = -1; i < n && dev.reason == SHMEMX_DEV_WAIT_SAFE; i++) {
+        const cuda_card_t *c = i < 0 ? mine : &cards[i];
+        int sum, all_mps;
+        if (i >= 0 && (c->state != 1 || !ushmemi_g.is_local[i]))
+            continue;
+        int pes = gpu_group(cards, n, c->pci, &sum, &all_mps);
+        if (i < 0 || pes > 1) {
+            memcpy(dev.pci, c->pci, sizeof dev.pci);
+            dev.gpu_pes = pes;
+            dev.sm_sum = sum;
+            dev.sm_total = c->sm_total;
+        }
+        if (pes > 1 && !all_mps)
+            dev.reason = SHMEMX_DEV_WAIT_SHARED_GPU;
+        else if (pes > 1 && sum > c->sm_total)
+            dev.reason = SHMEMX_DEV_WAIT_MPS_SHARES;
+    }
+    if (dev.reason == SHMEMX_DEV_WAIT_SAFE) { /* describe our own GPU */
+        int sum, all_mps;
+        memcpy(dev.pci, mine->pci, sizeof dev.pci);
+        dev.gpu_pes = gpu_group(cards, n, mine->pci, &sum, &all_mps);
+        dev.sm_sum = sum;
+        dev.sm_total = mine->sm_total;
+    }
+}
+
+static void write_why(void)
+{
+    int mode = mode_of(ushmemi_env.device_wait);
+    char gpu[32];
+    snprintf(gpu, sizeof gpu, "%04x:%02x:%02x", (unsigned)dev.pci[0], (unsigned)dev.pci[1],
+             (unsigned)dev.pci[2]);
+    dev.why[0] = 0;
+    if (mode == 2)
+        snprintf(dev.why, sizeof dev.why, "USHMEM_DEVICE_WAIT=off turns device-side waits off");
+    else if (dev.reason == SHMEMX_DEV_WAIT_SHARED_GPU)
+        snprintf(dev.why, sizeof dev.why,
+                 "%d PEs share GPU %s without MPS: a spinning kernel holds the GPU for its time "
+                 "slice (~4.5 ms per hand-off); wait with shmemx_signal_wait_until_on_stream, "
+                 "use one PE per GPU or MPS (ushrun --mps), or set USHMEM_DEVICE_WAIT=timesliced "
+                 "(slow but correct)",
+                 dev.gpu_pes, gpu);
+    else if (dev.reason == SHMEMX_DEV_WAIT_MPS_SHARES)
+        snprintf(dev.why, sizeof dev.why,
+                 "under MPS the %d PEs on GPU %s may use %d SMs together, more than its %d: a "
+                 "spinning kernel can starve a peer forever; set "
+                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE <= %d (ushrun --mps does)",
+                 dev.gpu_pes, gpu, dev.sm_sum, dev.sm_total,
+                 dev.gpu_pes > 0 ? 100 / dev.gpu_pes : 100);
+}
+
+/* After the heaps are mapped (cuda_attach): the verdict on waits, the native
+ * atomics flag and the world peer table in our device heap. */
+int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    int n = ushmemi_g.n_pes, mode = mode_of(ushmemi_env.device_wait), atomics = 1;
+    char **peer = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer;
+    uint64_t *table = calloc((size_t)n, sizeof *table);
+    if (!table)
+        return USHMEM_ENOMEM;
+    judge_waits(cards, n);
+    for (int pe = 0; pe < n; pe++) {
+        table[pe] = (uint64_t)(uintptr_t)peer[pe];
+        int ord = u->peer_dev[pe], native = 0;
+        if (!peer[pe] || pe == ushmemi_g.my_pe || ord == u->device || ord < 0)
+            continue;
+        CUdevice pd;
+        if (ushmemi_cu.cuDeviceGet(&pd, ord) != CUDA_SUCCESS ||
+            ushmemi_cu.cuDeviceGetP2PAttribute(&native,
+                                               CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+                                               u->dev, pd) != CUDA_SUCCESS)
+            native = 0;
+        atomics &= native != 0;
+    }
+    dev.flags = atomics ? SHMEMX_DEV_F_PEER_ATOMICS : 0;
+    if (mode == 1 || (mode == 0 && dev.reason == SHMEMX_DEV_WAIT_SAFE))
+        dev.flags |= SHMEMX_DEV_F_WAIT_OK;
+    if (mode == 1 && dev.reason != SHMEMX_DEV_WAIT_SAFE)
+        dev.flags |= SHMEMX_DEV_F_TIMESLICED;
+    write_why();
+    u->scratch[ABORT_OFF / 8] = 0;
+    CUresult r =
+        ushmemi_cu.cuMemcpy(u->base + PEER_TABLE_OFF, (CUdeviceptr)(uintptr_t)table, (size_t)n * 8);
+    free(table);
+    int rc = 0;
+    if (r != CUDA_SUCCESS) {
+        ushmemi_error(call, "cannot write the device peer table: %s", ushmemi_cu_errstr(r));
+        rc = USHMEM_ESYS;
+    }
+    if (!rc && dev.why[0])
+        ushmemi_debug(call, "device-side waits off: %s", dev.why);
+    return rc;
+}
+
+void ushmemi_cuda_dev_abort(void)
+{
+    if (ushmemi_cuda.scratch)
+        __atomic_store_n((uint32_t *)&ushmemi_cuda.scratch[ABORT_OFF / 8], 1u, __ATOMIC_RELEASE);
+}
+
+/* A destroyed team's slot starts the next team at epoch 0 on every member
+ * (team.c calls this after the team's final sync). */
+void ushmemi_cuda_dev_team_reset(int slot)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    CUdeviceptr sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&u->lock);
+    CU_CHECK(
+        ushmemi_cu.cuMemsetD8Async(sync + SHMEMX_DEV_EPOCH_OFF + 8 * (size_t)slot, 0, 8, u->stream),
+        "shmem_team_destroy");
+    CU_CHECK(ushmemi_cu.cuMemsetD8Async(sync + SHMEMX_DEV_INBOX_OFF +
+                                            (size_t)slot * SHMEMX_DEV_BARRIER_MAX * 8,
+                                        0, SHMEMX_DEV_BARRIER_MAX * 8, u->stream),
+             "shmem_team_destroy");
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->stream), "shmem_team_destroy");
+    pthread_mutex_unlock(&u->lock);
+}
+
+/* ---- public ---- */
+
+static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    if (!out) {
+        ushmemi_error(call, "out is NULL");
+        return SHMEMX_ERR_INVALID;
+    }
+    if (!ushmemi_g.initialized) {
+        ushmemi_error(call, "called before shmem_init");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!ushmemi_g.cuda_active) {
+        ushmemi_error(call, "this PE has no device heap (bind a GPU: USHMEM_DEVICE, LOCAL_RANK or "
+                            "shmemx_init_attr's device)");
+        return SHMEMX_ERR_STATE;
+    }
+    if (team == SHMEM_TEAM_INVALID || !ushmemi_team_check(team, call))
+        return SHMEMX_ERR_INVALID;
+    shmemx_dev_t d;
+    memset(&d, 0, sizeof d);
+    d.magic = SHMEMX_DEV_MAGIC;
+    d.version = SHMEMX_DEV_VERSION;
+    d.my_pe = team->my_pe;
+    d.n_pes = team->size;
+    d.team_start = team->start;
+    d.team_stride = team->stride;
+    d.world_pe = ushmemi_g.my_pe;
+    d.world_n_pes = ushmemi_g.n_pes;
+    d.team_slot = team->slot;
+    d.flags = dev.flags | (team == SHMEM_TEAM_WORLD ? SHMEMX_DEV_F_WORLD : 0);
+    d.wait_reason = dev.reason;
+    d.gpu_pes = dev.gpu_pes;
+    d.sm_sum = dev.sm_sum;
+    d.sm_total = dev.sm_total;
+    memcpy(d.gpu_pci, dev.pci, sizeof d.gpu_pci);
+    d.heap_base = u->base;
+    d.heap_size = u->size;
+    d.peer_base = u->base + PEER_TABLE_OFF;
+    d.sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
+    d.abort_flag = u->scratch_d + ABORT_OFF;
+    d.wait_timeout_ns = (uint64_t)ushmemi_env.device_wait_timeout * 1000000000ull;
+    *out = d;
+    return 0;
+}
+
+USHMEMI_API int shmemx_dev_get(shmemx_dev_t *out)
+{
+    return dev_fill(SHMEM_TEAM_WORLD, out, "shmemx_dev_get");
+}
+
+USHMEMI_API int shmemx_team_dev_get(shmem_team_t team, shmemx_dev_t *out)
+{
+    return dev_fill(team, out, "shmemx_team_dev_get");
+}
+
+USHMEMI_API const char *shmemx_dev_why(void)
+{
+    if (!ushmemi_g.initialized)
+        return "ushmem is not initialized";
+    if (!ushmemi_g.cuda_active)
+        return "this PE has no device heap (no GPU bound)";
+    return dev.flags & SHMEMX_DEV_F_WAIT_OK ? NULL : dev.why;
+}
+
+USHMEMI_API int shmemx_collective_launch_cu(void *cu_function, unsigned gx, unsigned gy,
+                                            unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                            void **args, size_t shared_bytes,
+                                            shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_collective_launch";
+    CUfunction f = (CUfunction)cu_function;
+    int per_sm = 0, sms = 0, coop = 0;
+    if (!ushmemi_g.initialized || !ushmemi_g.cuda_active) {
+        ushmemi_error(call, "needs shmem_init and a bound GPU");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!f || !gx || !gy || !gz || !bx || !by || !bz) {
+        ushmemi_error(call, "needs a kernel and a non-empty grid and block");
+        return SHMEMX_ERR_INVALID;
+    }
+    ushmemi_cuda_ctx();
+    ushmemi_cu.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                                    ushmemi_cuda.dev);
+    CUresult r = ushmemi_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, f, (int)((size_t)bx * by * bz), shared_bytes);
+    if (r != CUDA_SUCCESS) {
+        ushmemi_error(call, "occupancy query failed: %s", ushmemi_cu_errstr(r));
+        return SHMEMX_ERR_INVALID;
+    }
+    cuda_card_t me;
+    memset(&me, 0, sizeof me);
+    ushmemi_cuda_dev_card(&me);
+    sms = me.sm_ctx;
+    unsigned long long blocks = (unsigned long long)gx * gy * gz;
+    if (!coop || blocks > (unsigned long long)per_sm * (unsigned long long)sms) {
+        ushmemi_error(call,
+                      "%llu CTAs of %u threads cannot all be resident on GPU %d (%d per SM x %d "
+                      "SMs available to this PE%s): a kernel that synchronizes across PEs would "
+                      "hang; launch fewer CTAs",
+                      blocks, bx * by * bz, ushmemi_cuda.device, per_sm, sms,
+                      coop ? "" : "; no cooperative launch on this GPU");
+        return SHMEMX_ERR_INVALID;
+    }
+    r = ushmemi_cu.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, (unsigned)shared_bytes,
+                                             (CUstream)stream, args);
+    if (r != CUDA_SUCCESS) {
+        ushmemi_error(call, "cuLaunchCooperativeKernel failed: %s", ushmemi_cu_errstr(r));
+        return SHMEMX_ERR_INVALID;
+    }
+    return 0;
+}
