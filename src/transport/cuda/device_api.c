@@ -38,6 +38,9 @@ static struct {
     char why[400];
 } dev;
 
+/* Under MPS the device reports only this client's SMs (66 of an H200's 132 at
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50, measured), so the GPU's whole count is
+ * estimated back from the percentage the client runs at (100 when unset). */
 void ushmemi_cuda_dev_card(cuda_card_t *c)
 {
     ushmemi_cuda_t *u = &ushmemi_cuda;
@@ -50,13 +53,19 @@ void ushmemi_cuda_dev_card(cuda_card_t *c)
         mps = e && *e == '1';
     }
     c->mps = mps != 0;
-    c->sm_total = sms;
     c->sm_ctx = sms;
+    c->sm_total = sms;
+    if (!mps)
+        return;
     memset(&aff, 0, sizeof aff);
-    if (mps &&
-        ushmemi_cu.cuCtxGetExecAffinity(&aff, CU_EXEC_AFFINITY_TYPE_SM_COUNT) == CUDA_SUCCESS &&
-        aff.param.smCount.val > 0)
+    if (ushmemi_cu.cuCtxGetExecAffinity(&aff, CU_EXEC_AFFINITY_TYPE_SM_COUNT) == CUDA_SUCCESS &&
+        aff.param.smCount.val > 0 && (int)aff.param.smCount.val < sms)
         c->sm_ctx = (int32_t)aff.param.smCount.val;
+    const char *p = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    double pct = p && *p ? strtod(p, NULL) : 100.0;
+    if (!(pct > 0 && pct <= 100))
+        pct = 100.0;
+    c->sm_total = (int32_t)(c->sm_ctx * 100.0 / pct + 0.5);
 }
 
 static int mode_of(const char *s)
@@ -86,10 +95,12 @@ int ushmemi_cuda_dev_check_env(const char *call)
 }
 
 /* The PEs of this host on GPU pci: how many, their SM shares, all under MPS. */
-static int gpu_group(const cuda_card_t *cards, int n, const int32_t pci[3], int *sum, int *all_mps)
+static int gpu_group(const cuda_card_t *cards, int n, const int32_t pci[3], int *sum, int *all_mps,
+                     int *total)
 {
     int pes = 0;
     *sum = 0;
+    *total = 0;
     *all_mps = 1;
     for (int b = 0; b < n; b++) {
         if (cards[b].state != 1 || !ushmemi_g.is_local[b] || memcmp(cards[b].pci, pci, 12))
@@ -97,6 +108,8 @@ static int gpu_group(const cuda_card_t *cards, int n, const int32_t pci[3], int 
         pes++;
         *sum += cards[b].sm_ctx;
         *all_mps &= cards[b].mps != 0;
+        if (cards[b].sm_total > *total)
+            *total = cards[b].sm_total;
     }
     return pes;
 }
@@ -109,27 +122,27 @@ static void judge_waits(const cuda_card_t *cards, int n)
     dev.reason = SHMEMX_DEV_WAIT_SAFE;
     for (int i = -1; i < n && dev.reason == SHMEMX_DEV_WAIT_SAFE; i++) {
         const cuda_card_t *c = i < 0 ? mine : &cards[i];
-        int sum, all_mps;
+        int sum, all_mps, total;
         if (i >= 0 && (c->state != 1 || !ushmemi_g.is_local[i]))
             continue;
-        int pes = gpu_group(cards, n, c->pci, &sum, &all_mps);
+        int pes = gpu_group(cards, n, c->pci, &sum, &all_mps, &total);
         if (i < 0 || pes > 1) {
             memcpy(dev.pci, c->pci, sizeof dev.pci);
             dev.gpu_pes = pes;
             dev.sm_sum = sum;
-            dev.sm_total = c->sm_total;
+            dev.sm_total = total;
         }
         if (pes > 1 && !all_mps)
             dev.reason = SHMEMX_DEV_WAIT_SHARED_GPU;
-        else if (pes > 1 && sum > c->sm_total)
+        else if (pes > 1 && sum > total)
             dev.reason = SHMEMX_DEV_WAIT_MPS_SHARES;
     }
     if (dev.reason == SHMEMX_DEV_WAIT_SAFE) { /* describe our own GPU */
-        int sum, all_mps;
+        int sum, all_mps, total;
         memcpy(dev.pci, mine->pci, sizeof dev.pci);
-        dev.gpu_pes = gpu_group(cards, n, mine->pci, &sum, &all_mps);
+        dev.gpu_pes = gpu_group(cards, n, mine->pci, &sum, &all_mps, &total);
         dev.sm_sum = sum;
-        dev.sm_total = mine->sm_total;
+        dev.sm_total = total;
     }
 }
 
