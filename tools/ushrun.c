@@ -4,9 +4,17 @@
  * Standalone on purpose: it must not depend on libushmem, so a broken library build can still
  * be diagnosed with the launcher. The environment it hands each PE is the contract with
  * src/bootstrap/launcher (see usage() for the list).
+ *
+ * --mps (or USHRUN_MPS=1) runs the job under NVIDIA MPS, which several PEs on one GPU need for
+ * device-side waits (docs/ushrun_mps.md): before the PEs start, ushrun starts a private MPS
+ * control daemon in a fresh temporary directory (or reuses one already running), gives each PE
+ * an equal share of its GPU's SMs, and after the job stops that daemon however the job ended.
+ * It never changes GPU settings such as the compute mode.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +27,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +64,7 @@ typedef struct {
     int npes;
     double timeout_s; /* 0: none */
     int tag_output;
+    int mps;
     char **argv; /* program and its arguments */
 } ushrun_opts_t;
 
@@ -74,7 +84,7 @@ static pid_t launcher_pid;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ushrun -n N [--timeout S] [--tag-output] [--] prog [args...]\n");
+    fprintf(f, "usage: ushrun -n N [--timeout S] [--tag-output] [--mps] [--] prog [args...]\n");
     if (f != stdout)
         return;
     fprintf(f,
@@ -83,11 +93,22 @@ static void usage(FILE *f)
             "  -n, -np, --np N   number of PEs (1..%d)\n"
             "  -t, --timeout S   stop the job after S seconds and exit 124 (env USHRUN_TIMEOUT)\n"
             "  --tag-output      prefix each output line with [PE n]\n"
+            "  --mps             run the PEs under NVIDIA MPS (env USHRUN_MPS=1), see below\n"
             "  -h, --help        this help\n"
             "  --version         print the version\n\n"
             "Each PE gets USHMEM_RANK, USHMEM_NPES, USHMEM_LOCAL_RANK, USHMEM_LOCAL_SIZE,\n"
             "USHMEM_BOOTSTRAP_ADDR, USHMEM_SECRET, USHMEM_LAUNCHER=ushrun, USHMEM_LAUNCHER_PID.\n",
             USHRUN_MAX_PES);
+    fputs("\nWith --mps, ushrun starts nvidia-cuda-mps-control -d in a private temporary\n"
+          "directory and quits it when the job ends, unless a daemon already runs at\n"
+          "$CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps): that one is used and left\n"
+          "running. Each PE also gets USHMEM_MPS=1, CUDA_MPS_PIPE_DIRECTORY,\n"
+          "CUDA_MPS_LOG_DIRECTORY (own daemon only) and, unless already set,\n"
+          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / PEs per GPU. GPUs are counted from\n"
+          "USHRUN_GPUS, else CUDA_VISIBLE_DEVICES, else the /dev/nvidiaN devices.\n"
+          "USHRUN_VERBOSE=1 says which daemon is used. GPU settings (compute mode) are never\n"
+          "changed. See docs/ushrun_mps.md.\n",
+          f);
 }
 
 static void usage_error(const char *fmt, ...)
@@ -109,6 +130,14 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Set, non-empty and not "0". */
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
 static int parse_npes(const char *s)
@@ -182,6 +211,8 @@ static void parse_args(int argc, char **argv, ushrun_opts_t *o)
             exit(0);
         } else if (strcmp(a, "--tag-output") == 0) {
             o->tag_output = 1;
+        } else if (strcmp(a, "--mps") == 0) {
+            o->mps = 1;
         } else if (option_is(a, "-np", 1) || option_is(a, "--np", 0)) {
             o->npes = parse_npes(option_value(argc, argv, &i, a[1] == '-' ? "--np" : "-np", 1));
         } else if (option_is(a, "-n", 1)) {
@@ -203,6 +234,8 @@ static void parse_args(int argc, char **argv, ushrun_opts_t *o)
         usage_error("no program to run");
     if (!have_timeout && env_timeout != NULL && env_timeout[0] != '\0')
         o->timeout_s = parse_timeout(env_timeout, "USHRUN_TIMEOUT");
+    if (!o->mps)
+        o->mps = env_flag("USHRUN_MPS");
     o->argv = argv + i;
 }
 
@@ -691,6 +724,430 @@ static void ensure_std_fds(void)
     }
 }
 
+/* ---- --mps ---- */
+
+#define USHRUN_MPS_CONTROL      "nvidia-cuda-mps-control"
+#define USHRUN_MPS_PID_FILE     "nvidia-cuda-mps-control.pid"
+#define USHRUN_MPS_DEFAULT_PIPE "/tmp/nvidia-mps"
+#define USHRUN_MPS_START_MS     10000
+#define USHRUN_MPS_STOP_MS      5000
+/* MPS puts Unix sockets in the pipe directory and a socket path must fit in 108 bytes, so a
+ * longer $TMPDIR is passed over for /tmp. */
+#define USHRUN_MPS_MAX_TMPDIR 64
+
+/* The daemon ushrun started; nothing is set while it uses one that was already running. */
+static struct {
+    pid_t owner; /* atexit handlers also run in a forked child that calls exit() */
+    char exe[PATH_MAX];
+    char dir[PATH_MAX]; /* the private temporary directory; "" once removed */
+    char pipe_dir[PATH_MAX + 8], log_dir[PATH_MAX + 8];
+    /* `nvidia-cuda-mps-control -d` runs as a session leader, so a daemon it forks stays in
+     * its process group unless it makes its own: a group ushrun can kill if the daemon does
+     * not quit. */
+    pid_t group;
+    int group_unreaped; /* while so, its pid, and so the group id, cannot be reused */
+    pid_t daemon_pid;   /* from the daemon's pid file; 0: unknown */
+} mps;
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 64];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return lstat(path, &st) == 0;
+}
+
+static pid_t read_pid_file(const char *dir)
+{
+    char path[PATH_MAX + 64];
+    long pid = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/" USHRUN_MPS_PID_FILE, dir);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%ld", &pid) != 1 || pid <= 0 || pid > INT_MAX)
+        pid = 0;
+    fclose(f);
+    return (pid_t)pid;
+}
+
+/* A daemon that was stopped may leave its control socket behind; a pid file naming no process
+ * gives that away. Without a pid file the control file is taken at its word. */
+static int mps_daemon_running(const char *pipe_dir)
+{
+    pid_t pid;
+
+    if (!file_exists(pipe_dir, "control"))
+        return 0;
+    pid = read_pid_file(pipe_dir);
+    return pid == 0 || kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* Whether pid is a live process started with our pipe directory: the daemon's pid file may
+ * outlive it and its pid be reused. A zombie's environment reads empty. A daemon whose
+ * environment cannot be read is only asked to quit, never waited for or killed. */
+static int mps_is_ours(pid_t pid)
+{
+    char path[64], want[sizeof(mps.pipe_dir) + 32], *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd, found = 0;
+
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    for (;;) {
+        ssize_t r;
+
+        if (cap - len < 4096) {
+            char *p = realloc(buf, 2 * cap + 4096 + 1);
+
+            if (p == NULL)
+                break; /* may run in mps_stop, where exit() is not allowed: "not ours" */
+            buf = p;
+            cap = 2 * cap + 4096;
+        }
+        r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (buf == NULL)
+        return 0;
+    snprintf(want, sizeof(want), "CUDA_MPS_PIPE_DIRECTORY=%s", mps.pipe_dir);
+    buf[len] = '\0';
+    for (size_t k = 0; k < len && !found; k += strlen(buf + k) + 1)
+        found = strcmp(buf + k, want) == 0;
+    free(buf);
+    return found;
+}
+
+/* Found before anything starts, so that a missing program is one clear line; the stop then
+ * runs the same program as the start. */
+static int find_on_path(const char *name, char *out, size_t size)
+{
+    const char *p = getenv("PATH");
+
+    if (p == NULL)
+        p = "/usr/local/bin:/usr/bin:/bin";
+    for (;;) {
+        const char *end = strchrnul(p, ':');
+        int n = (int)(end - p);
+        struct stat st;
+
+        if ((size_t)snprintf(out, size, "%.*s%s%s", n, p, n > 0 ? "/" : "./", name) < size &&
+            stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return 0;
+        if (*end == '\0')
+            return -1;
+        p = end + 1;
+    }
+}
+
+static int count_gpus(void)
+{
+    const char *s = getenv("USHRUN_GPUS");
+    int n = 0;
+    DIR *d;
+
+    if (s != NULL && s[0] != '\0') {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (*end != '\0' || errno != 0 || v < 1 || v > USHRUN_MAX_PES)
+            usage_error("USHRUN_GPUS: '%s' is not a number of GPUs", s);
+        return (int)v;
+    }
+    s = getenv("CUDA_VISIBLE_DEVICES");
+    if (s != NULL && s[0] != '\0') {
+        for (const char *p = s; *p != '\0'; p++)
+            if (*p != ',' && (p == s || p[-1] == ','))
+                n++;
+        if (n > 0)
+            return n;
+    }
+    d = opendir("/dev");
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        const char *p = e->d_name;
+
+        /* nvidia0, nvidia1, ...; not nvidiactl, nvidia-uvm, nvidia-modeset */
+        if (strncmp(p, "nvidia", 6) != 0 || p[6] == '\0')
+            continue;
+        for (p += 6; *p >= '0' && *p <= '9'; p++)
+            ;
+        n += *p == '\0';
+    }
+    if (d != NULL)
+        closedir(d);
+    return n > 0 ? n : 1;
+}
+
+/* Runs the control program with the job's pipe and log directories, stdin from in_fd and
+ * stdout and stderr to out_fd (both close-on-exec). */
+static pid_t mps_spawn(const char *arg, int in_fd, int out_fd, int new_session)
+{
+    pid_t pid = fork();
+
+    if (pid != 0)
+        return pid;
+    /* Own session: the terminal's ^C must not reach the daemon before the PEs are done. */
+    if (new_session)
+        setsid();
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps.pipe_dir, 1);
+    setenv("CUDA_MPS_LOG_DIRECTORY", mps.log_dir, 1);
+    signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &orig_mask, NULL);
+    execl(mps.exe, USHRUN_MPS_CONTROL, arg, (char *)NULL);
+    _exit(USHRUN_EXIT_NOEXEC);
+}
+
+/* Kills the daemon and whatever it started (only the group when the daemon did not leave it). */
+static void mps_kill(void)
+{
+    if (mps_is_ours(mps.daemon_pid))
+        kill(mps.daemon_pid, SIGKILL);
+    /* No process with the group's id: the id is not reused, so the group is still ours. */
+    if (mps.group_unreaped || (kill(mps.group, 0) != 0 && errno == ESRCH))
+        kill(-mps.group, SIGKILL);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Registered with atexit once the private directory exists, so every way out of ushrun after
+ * that (the job done, a PE failed, a timeout, a signal, an error) stops the daemon and removes
+ * the directory; the exit status stays what it was. */
+static void mps_stop(void)
+{
+    int64_t deadline = now_ms() + USHRUN_MPS_STOP_MS;
+    int asked = 0, quit = 1;
+    pid_t client = -1;
+
+    if (mps.dir[0] == '\0' || getpid() != mps.owner)
+        return;
+    if (mps.daemon_pid == 0)
+        mps.daemon_pid = read_pid_file(mps.pipe_dir);
+    /* No control file: the daemon never came up and cannot be asked. */
+    if (!mps.group_unreaped && file_exists(mps.pipe_dir, "control")) {
+        int in[2], null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+        if (null_fd >= 0 && pipe2(in, O_CLOEXEC) == 0) {
+            client = mps_spawn(NULL, in[0], null_fd, 0);
+            asked = client > 0 && write(in[1], "quit\n", 5) == 5;
+            close(in[0]);
+            close(in[1]);
+        }
+        if (null_fd >= 0)
+            close(null_fd);
+    }
+    while (asked) {
+        if (client > 0 && waitpid(client, NULL, WNOHANG) == client)
+            client = -1;
+        if (client < 0 && !mps_is_ours(mps.daemon_pid))
+            break;
+        if (now_ms() >= deadline) {
+            fprintf(stderr,
+                    "ushrun: --mps: the MPS control daemon did not quit within %d s; "
+                    "killing it\n",
+                    USHRUN_MPS_STOP_MS / 1000);
+            quit = 0;
+            break;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+    if (!asked || !quit)
+        mps_kill();
+    if (client > 0) {
+        kill(client, SIGKILL);
+        waitpid(client, NULL, 0);
+    }
+    if (mps.group_unreaped)
+        waitpid(mps.group, NULL, 0);
+    mps.group_unreaped = 0;
+    if (nftw(mps.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
+        fprintf(stderr, "ushrun: --mps: cannot remove %s: %s\n", mps.dir, strerror(errno));
+    mps.dir[0] = '\0';
+}
+
+/* What the daemon said, for a failed start: the directory goes away with the exit. */
+static void mps_dump(const char *name)
+{
+    char path[PATH_MAX + 64], buf[2048];
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", mps.dir, name);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (char *line = strtok(buf, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        fprintf(stderr, "    %s\n", line);
+}
+
+static void mps_start_failed(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("ushrun: --mps: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    mps_dump("start.log");
+    mps_dump("log/control.log");
+    exit(1); /* mps_stop runs */
+}
+
+/* Waits up to ms for a signal. The start can take seconds, and ^C during it must still stop
+ * the daemon: it exits, and mps_stop runs. */
+static void mps_poll_signals(int sfd, int ms)
+{
+    struct pollfd p = {.fd = sfd, .events = POLLIN};
+    struct signalfd_siginfo si;
+
+    if (poll(&p, 1, ms) <= 0)
+        return;
+    while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD)
+            continue; /* the -d process: waited for by pid */
+        fprintf(stderr, "ushrun: received signal %d (%s) while starting MPS; stopping\n",
+                (int)si.ssi_signo, strsignal((int)si.ssi_signo));
+        exit(128 + (int)si.ssi_signo);
+    }
+}
+
+static void mps_start(int sfd)
+{
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX + 64];
+    int64_t deadline;
+    int log_fd, null_fd, status;
+
+    if (find_on_path(USHRUN_MPS_CONTROL, mps.exe, sizeof(mps.exe)) != 0) {
+        fprintf(stderr, "ushrun: --mps: " USHRUN_MPS_CONTROL " not found on PATH (install the "
+                        "NVIDIA driver utilities or drop --mps)\n");
+        exit(USHRUN_EXIT_USAGE);
+    }
+    if (tmp == NULL || tmp[0] != '/' || strlen(tmp) > USHRUN_MPS_MAX_TMPDIR)
+        tmp = "/tmp";
+    snprintf(mps.dir, sizeof(mps.dir), "%s/ushrun-mps-XXXXXX", tmp);
+    if (mkdtemp(mps.dir) == NULL) {
+        fprintf(stderr, "ushrun: --mps: cannot create a directory in %s: %s\n", tmp,
+                strerror(errno));
+        exit(1);
+    }
+    mps.owner = getpid();
+    atexit(mps_stop);
+    snprintf(mps.pipe_dir, sizeof(mps.pipe_dir), "%s/pipe", mps.dir);
+    snprintf(mps.log_dir, sizeof(mps.log_dir), "%s/log", mps.dir);
+    snprintf(path, sizeof(path), "%s/start.log", mps.dir);
+    if (mkdir(mps.pipe_dir, 0700) != 0 || mkdir(mps.log_dir, 0700) != 0) {
+        fprintf(stderr, "ushrun: --mps: cannot create %s/{pipe,log}: %s\n", mps.dir,
+                strerror(errno));
+        exit(1);
+    }
+    /* The daemon must not hold our stdout or stderr: `ushrun | cat` would wait for it. */
+    log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0) {
+        fprintf(stderr, "ushrun: --mps: cannot open %s: %s\n", log_fd < 0 ? path : "/dev/null",
+                strerror(errno));
+        exit(1);
+    }
+    mps.group = mps_spawn("-d", null_fd, log_fd, 1);
+    close(log_fd);
+    close(null_fd);
+    if (mps.group < 0) {
+        fprintf(stderr, "ushrun: --mps: fork: %s\n", strerror(errno));
+        exit(1);
+    }
+    mps.group_unreaped = 1;
+
+    /* Up when `-d` has returned and the control pipe exists. */
+    deadline = now_ms() + USHRUN_MPS_START_MS;
+    for (;;) {
+        if (mps.group_unreaped && waitpid(mps.group, &status, WNOHANG) == mps.group) {
+            mps.group_unreaped = 0;
+            if (WIFSIGNALED(status))
+                mps_start_failed(USHRUN_MPS_CONTROL " -d was killed by signal %d",
+                                 WTERMSIG(status));
+            if (WEXITSTATUS(status) != 0)
+                mps_start_failed(USHRUN_MPS_CONTROL " -d exited with status %d",
+                                 WEXITSTATUS(status));
+        }
+        if (!mps.group_unreaped && file_exists(mps.pipe_dir, "control"))
+            break;
+        if (now_ms() >= deadline) {
+            if (mps.group_unreaped)
+                mps_start_failed(USHRUN_MPS_CONTROL " -d did not return within %d s",
+                                 USHRUN_MPS_START_MS / 1000);
+            mps_start_failed("the MPS control daemon did not come up within %d s (no %s/control)",
+                             USHRUN_MPS_START_MS / 1000, mps.pipe_dir);
+        }
+        mps_poll_signals(sfd, 10);
+    }
+    mps.daemon_pid = read_pid_file(mps.pipe_dir);
+}
+
+/* Uses the daemon running at $CUDA_MPS_PIPE_DIRECTORY, else starts one, and sets what the PEs
+ * inherit. Each PE gets 1/k of its GPU's SMs with k PEs on that GPU: device-side waits need
+ * the shares on one GPU to sum to at most 100%, or a spinning kernel can starve a peer. */
+static void mps_setup(int sfd, int npes)
+{
+    const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    int ngpus = count_gpus();
+    int per_gpu = (npes + ngpus - 1) / ngpus;
+    int share = per_gpu > 100 ? 1 : 100 / per_gpu; /* MPS takes no 0 */
+    int verbose = env_flag("USHRUN_VERBOSE");
+
+    if (pipe_dir == NULL || pipe_dir[0] == '\0')
+        pipe_dir = USHRUN_MPS_DEFAULT_PIPE;
+    if (mps_daemon_running(pipe_dir)) {
+        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir, 1);
+        if (verbose)
+            fprintf(stderr,
+                    "ushrun: --mps: using the MPS daemon already running at %s (left running)\n",
+                    pipe_dir);
+    } else {
+        mps_start(sfd);
+        setenv("CUDA_MPS_PIPE_DIRECTORY", mps.pipe_dir, 1);
+        setenv("CUDA_MPS_LOG_DIRECTORY", mps.log_dir, 1);
+        if (verbose)
+            fprintf(stderr, "ushrun: --mps: started an MPS control daemon at %s\n", mps.pipe_dir);
+    }
+    setenv("USHMEM_MPS", "1", 1);
+    if (pct == NULL || pct[0] == '\0')
+        set_env_int("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", share);
+    if (verbose)
+        fprintf(stderr,
+                "ushrun: --mps: %d %s on %d GPU%s, %d per GPU; "
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s\n",
+                npes, pes_word(npes), ngpus, ngpus == 1 ? "" : "s", per_gpu,
+                getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+}
+
 int main(int argc, char **argv)
 {
     ushrun_opts_t o;
@@ -729,6 +1186,9 @@ int main(int argc, char **argv)
     }
 
     launcher_pid = getpid();
+    /* After the signal mask: ^C while the daemon starts is seen and stops it. */
+    if (o.mps)
+        mps_setup(sfd, o.npes);
     for (int r = 0; r < o.npes; r++) {
         if (start_pe(&o, r, addr, secret) != 0) {
             job.result = 1;
