@@ -271,40 +271,40 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_amo64(void *p, int op, uint64_t v, uint64_t c
 /* ---- thread groups ---- */
 
 struct shmemx_dev_thread_group {
-    __device__ unsigned rank() const
+    __device__ __forceinline__ unsigned rank() const
     {
         return 0;
     }
-    __device__ unsigned size() const
+    __device__ __forceinline__ unsigned size() const
     {
         return 1;
     }
-    __device__ void sync() const {}
+    __device__ __forceinline__ void sync() const {}
 };
 struct shmemx_dev_warp_group {
-    __device__ unsigned rank() const
+    __device__ __forceinline__ unsigned rank() const
     {
         return ushmemi_dev_lane();
     }
-    __device__ unsigned size() const
+    __device__ __forceinline__ unsigned size() const
     {
         return 32;
     }
-    __device__ void sync() const
+    __device__ __forceinline__ void sync() const
     {
         ushmemi_dev_bar_warp();
     }
 };
 struct shmemx_dev_block_group {
-    __device__ unsigned rank() const
+    __device__ __forceinline__ unsigned rank() const
     {
         return ushmemi_dev_tid();
     }
-    __device__ unsigned size() const
+    __device__ __forceinline__ unsigned size() const
     {
         return ushmemi_dev_ntid();
     }
-    __device__ void sync() const
+    __device__ __forceinline__ void sync() const
     {
         ushmemi_dev_bar_block();
     }
@@ -651,12 +651,13 @@ USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_block, shmemx_dev_block_group)
 
 /* ---- atomics ---- */
 
+/* enums, not static members: those would be device globals under NVRTC */
 template <typename T> struct ushmemi_dev_int {
-    static const bool ok = false;
+    enum { ok = 0 };
 };
 #define USHMEMI_DEV_INT(T)                                                                         \
     template <> struct ushmemi_dev_int<T> {                                                        \
-        static const bool ok = sizeof(T) == 4 || sizeof(T) == 8;                                   \
+        enum { ok = sizeof(T) == 4 || sizeof(T) == 8 };                                            \
     };
 USHMEMI_DEV_INT(int)
 USHMEMI_DEV_INT(unsigned int)
@@ -843,16 +844,21 @@ template <typename T> SHMEMX_DEV_FN T ushmemi_dev_load_acquire(const T *p)
                                                    : ushmemi_dev_ld_acquire64(p));
 }
 
+SHMEMX_DEV_FN void ushmemi_dev_check_cmp(const shmemx_dev_t &d, int cmp, const char *call)
+{
+    if (cmp < SHMEMX_DEV_CMP_EQ || cmp > SHMEMX_DEV_CMP_LE) {
+        printf("ushmem: PE %d: %s: unknown comparison %d (SHMEM_CMP_*)\n", d.world_pe, call, cmp);
+        ushmemi_dev_trap();
+    }
+}
+
 template <typename T>
 SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, T value,
                                  const char *call)
 {
     ushmemi_dev_wait_gate(d, call);
     ushmemi_dev_check_sym(d, ivar, sizeof(T), call);
-    if (cmp < SHMEMX_DEV_CMP_EQ || cmp > SHMEMX_DEV_CMP_LE) {
-        printf("ushmem: PE %d: %s: unknown comparison %d (SHMEM_CMP_*)\n", d.world_pe, call, cmp);
-        ushmemi_dev_trap();
-    }
+    ushmemi_dev_check_cmp(d, cmp, call);
     uint64_t t0 = 0;
     for (unsigned polls = 1;; polls++) {
         T v = ushmemi_dev_load_acquire(ivar);
@@ -880,6 +886,7 @@ template <typename T>
 SHMEMX_DEV_FN int shmemx_dev_test(const shmemx_dev_t &d, T *ivar, int cmp, T value)
 {
     ushmemi_dev_check_sym(d, ivar, sizeof(T), "shmemx_dev_test");
+    ushmemi_dev_check_cmp(d, cmp, "shmemx_dev_test");
     return ushmemi_dev_cmp(ushmemi_dev_load_acquire(ivar), cmp, value) ? 1 : 0;
 }
 
@@ -899,7 +906,9 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         printf("ushmem: PE %d: %s: %s\n", d.world_pe, call,
                world && !(d.flags & SHMEMX_DEV_F_WORLD)
                    ? "needs the world handle (shmemx_dev_get); use the team form for team handles"
-                   : "the team is too large for a device barrier (at most 128 PEs)");
+               : d.n_pes > SHMEMX_DEV_BARRIER_MAX
+                   ? "the team is too large for a device barrier (at most 128 PEs)"
+                   : "the handle's team slot is invalid (pass a handle from shmemx_team_dev_get)");
         ushmemi_dev_trap();
     }
     g.sync();
@@ -990,7 +999,7 @@ SHMEMX_DEV_FN void shmemx_dev_team_sync_block(const shmemx_dev_t &d)
 #endif /* device compilation */
 
 /* ---- host side, in CUDA translation units compiled by nvcc ---- */
-#if defined(__CUDACC__) && !defined(__CUDACC_RTC__) && !defined(__CUDA_ARCH__)
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 #include <shmemx.h>
 /* Cooperative launch of a kernel that synchronizes across PEs (all its CTAs
  * must be resident at once): checks the grid against the occupancy the GPU
