@@ -40,12 +40,12 @@ check-asan:
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=address,undefined >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(CTEST) -E '^sh/|launcher'
+	  $(CTEST) -E '^sh/|launcher|^device/'
 
 check-tsan:
 	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=thread >/dev/null
 	@cmake --build $(BUILD_TSAN) -j $(JOBS)
-	@cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 setarch -R $(CTEST) -E '^sh/|launcher'
+	@cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 setarch -R $(CTEST) -E '^sh/|launcher|^device/'
 
 check-gen:
 	@scripts/check_gen.sh
