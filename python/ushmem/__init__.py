@@ -354,3 +354,7 @@ def buffer_of(addr):
 def live_allocations():
     """[(address, nbytes, kind)] of the symmetric allocations not yet freed on this PE."""
     return _ushmem._allocations()
+
+
+# The device API's handle (kernels that communicate): ushmem.device.
+from .device import DeviceHandle, device_handle, device_why  # noqa: E402,F401
