@@ -1,0 +1,147 @@
+#!/bin/bash
+# Device-API benchmark, ushmem (bench_dev_ushmem.cu) against NVSHMEM
+# (bench_dev_nvshmem.cu), 2 PEs on GPU 0:
+#  1. builds the library (if BUILD_DIR has none yet, or incrementally) and both programs
+#     (NVSHMEM from the nvidia-nvshmem-cu13 Python package, as bench/cuda/run.sh);
+#  2. starts a private MPS control daemon (its own pipe and log folders) and runs
+#     both with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50, so device waits are allowed
+#     (ushmem: shmemx_dev_why() is NULL; NVSHMEM: full MPG);
+#  3. quits the daemon (also on any exit: trap), then runs the ushmem one again
+#     without MPS: the rows that need no device wait (DEV_NV_NOMPS=1: NVSHMEM too);
+#  4. prints the tables (dev_table.py); raw output and tables are saved in OUTDIR.
+# Never changes GPU settings (no nvidia-smi -c): MPS works in the default compute mode.
+# usage: bash bench/cuda/dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES (default 1 GiB)]
+set -u
+B=${1:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
+O=${2:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
+MAX=${3:-1073741824}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$B" "$O" || exit 1
+B=$(cd "$B" && pwd)
+O=$(cd "$O" && pwd)
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+# heaps: two MAX_BW_BYTES buffers per PE, plus room (3G for 1 GiB)
+HEAP_MB=$((MAX * 2 / 1048576 + 1024))
+t_start=$SECONDS
+
+# ---- build ----
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader
+  nvcc --version | tail -2
+} >"$O/info.txt" 2>&1
+cat "$O/info.txt"
+if [ ! -f "$B/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$B" -DUSHMEM_BUILD_PYTHON=OFF >"$O/build.log" 2>&1 ||
+    { tail -40 "$O/build.log"; exit 1; }
+fi
+cmake --build "$B" -j"$(nproc)" >>"$O/build.log" 2>&1 || { tail -40 "$O/build.log"; exit 1; }
+nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_ushmem.cu" \
+    -o "$B/bench_dev_ushmem" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
+  { echo "bench_dev_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
+# nvidia.nvshmem is a namespace package: its folder is __path__[0].
+findnv='import nvidia.nvshmem as m; print(list(m.__path__)[0])'
+NV=$(python3 -c "$findnv" 2>/dev/null || /usr/bin/python3 -c "$findnv" 2>/dev/null)
+if [ -z "$NV" ]; then
+  h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
+  [ -n "$h" ] && NV=$(dirname "$h")
+fi
+NV=${NV%/include}
+echo "NVSHMEM: ${NV:-not found}"
+if [ -n "$NV" ] && [ -d "$NV/include" ]; then
+  nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_nvshmem.cu" \
+      -o "$B/bench_dev_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
+      -Xlinker -rpath="$NV/lib" >>"$O/build.log" 2>&1 ||
+    { echo "bench_dev_nvshmem: build failed (its columns stay empty)"; tail -40 "$O/build.log"; NV=""; }
+else
+  echo "NVSHMEM (nvidia-nvshmem-cu13) not found: its columns stay empty"; NV=""
+fi
+echo "built in $((SECONDS - t_start)) s"
+
+fails=0
+run_ushmem() { # OUTFILE [VAR=VALUE...]
+  local out=$1; shift
+  local t0=$SECONDS
+  env "$@" USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=${HEAP_MB}M \
+    timeout 300 "$B/tools/ushrun" --timeout 240 -n 2 "$B/bench_dev_ushmem" "$MAX" 2>&1 | tee "$out"
+  local rc=${PIPESTATUS[0]}
+  echo "bench_dev_ushmem: exit $rc, $((SECONDS - t0)) s" | tee -a "$out"
+  [ "$rc" = 0 ] || fails=$((fails + 1))
+}
+run_nvshmem() { # OUTFILE
+  local out=$1
+  local t0=$SECONDS
+  LD_LIBRARY_PATH="$NV/lib:${LD_LIBRARY_PATH:-}" NVSHMEM_SYMMETRIC_SIZE=${HEAP_MB}M \
+    timeout 300 "$B/bench_dev_nvshmem" "$MAX" 2>&1 | tee "$out"
+  local rc=${PIPESTATUS[0]}
+  echo "bench_dev_nvshmem: exit $rc, $((SECONDS - t0)) s" | tee -a "$out"
+  [ "$rc" = 0 ] || fails=$((fails + 1))
+}
+
+# ---- under MPS ----
+if ! command -v nvidia-cuda-mps-control >/dev/null; then
+  echo "nvidia-cuda-mps-control is not on PATH: cannot run under MPS"; exit 1
+fi
+if [ -e /tmp/nvidia-mps/control ]; then
+  echo "note: a system MPS daemon (/tmp/nvidia-mps) is running; the no-MPS run would join it"
+fi
+MPSDIR=$(mktemp -d /tmp/devbench-mps-XXXXXX) || exit 1
+mkdir -p "$MPSDIR/pipe" "$MPSDIR/log"
+mps_quit() {
+  [ -n "${MPSDIR:-}" ] || return 0
+  local pid
+  pid=$(cat "$MPSDIR/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
+  if [ -e "$MPSDIR/pipe/control" ]; then
+    echo quit | CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log" \
+      timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1
+  fi
+  for _ in $(seq 100); do # up to 10 s for the daemon (and its server) to go
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    echo "the MPS control daemon (pid $pid) did not quit; killing it"
+    kill -9 "$pid"
+  fi
+  cp -r "$MPSDIR/log" "$O/mps_log" 2>/dev/null
+  rm -rf "$MPSDIR"
+  MPSDIR=
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+}
+trap mps_quit EXIT
+trap 'exit 130' INT TERM
+export CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log"
+nvidia-cuda-mps-control -d || { echo "could not start the MPS control daemon"; exit 1; }
+for _ in $(seq 100); do
+  [ -e "$MPSDIR/pipe/control" ] && break
+  sleep 0.1
+done
+if [ ! -e "$MPSDIR/pipe/control" ]; then
+  echo "the MPS control pipe did not appear in 10 s"; cat "$MPSDIR"/log/*.log 2>/dev/null; exit 1
+fi
+export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+echo "== under MPS ($MPSDIR), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
+run_ushmem "$O/dev_ushmem_mps.txt" USHMEM_MPS=1
+: >"$O/dev_nvshmem_mps.txt"
+[ -n "$NV" ] && run_nvshmem "$O/dev_nvshmem_mps.txt"
+mps_quit
+sleep 1
+
+# ---- without MPS: the rows that need no device wait ----
+echo "== without MPS"
+run_ushmem "$O/dev_ushmem_nomps.txt"
+nvx=()
+if [ "${DEV_NV_NOMPS:-0}" = 1 ] && [ -n "$NV" ]; then
+  run_nvshmem "$O/dev_nvshmem_nomps.txt"
+  nvx=(--nvshmem-nomps "$O/dev_nvshmem_nomps.txt")
+fi
+
+{
+  echo "== $(date -u +%Y-%m-%dT%H:%MZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), 2 PEs on GPU 0"
+  echo
+  python3 "$here/dev_table.py" --ushmem "$O/dev_ushmem_mps.txt" --nvshmem "$O/dev_nvshmem_mps.txt" \
+    --ushmem-nomps "$O/dev_ushmem_nomps.txt" ${nvx[@]+"${nvx[@]}"}
+} | tee "$O/dev_tables.md"
+echo "total $((SECONDS - t_start)) s; $fails run(s) failed; raw output in $O"
+[ "$fails" = 0 ]
