@@ -417,8 +417,31 @@ struct alignas(16) ushmemi_dev_v4 {
     unsigned x, y, z, w;
 };
 
-/* The group copies n bytes; words of W bytes where dst and src agree modulo W,
- * four loads in flight per thread. */
+/* One thread copies n bytes in the widest pieces (8/4/2/1) that the
+ * destination's alignment and n allow; dst and src agree modulo agree (a power
+ * of two), so src is as aligned as dst for every piece up to that size. Used
+ * for the unaligned head and the short tail of a copy: a few stores, not n. */
+SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n, unsigned agree)
+{
+    while (n) {
+        unsigned p = 8;
+        while (p > 1 && (p > n || p > agree || ((uintptr_t)dst & (p - 1))))
+            p >>= 1;
+        switch (p) {
+        case 8: *(unsigned long long *)dst = *(const unsigned long long *)src; break;
+        case 4: *(unsigned *)dst = *(const unsigned *)src; break;
+        case 2: *(unsigned short *)dst = *(const unsigned short *)src; break;
+        default: *dst = *src; break;
+        }
+        dst += p;
+        src += p;
+        n -= p;
+    }
+}
+
+/* The group copies n bytes: the head up to W alignment and the tail in pieces,
+ * the body in words of W bytes (dst and src agree modulo W), four loads in
+ * flight per thread. */
 template <typename W, typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
 {
@@ -426,11 +449,11 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
     size_t head = (sizeof(W) - ((uintptr_t)dst & (sizeof(W) - 1))) & (sizeof(W) - 1);
     if (head > n)
         head = n;
-    for (size_t i = r; i < head; i += s)
-        dst[i] = src[i];
-    size_t nw = (n - head) / sizeof(W);
-    W *dw = (W *)(dst + head);
-    const W *sw = (const W *)(src + head);
+    if (head && r == 0)
+        ushmemi_dev_copy_pieces(dst, src, head, sizeof(W));
+    size_t nw = (n - head) / sizeof(W), tail = n - head - nw * sizeof(W);
+    W *__restrict__ dw = (W *)(dst + head);
+    const W *__restrict__ sw = (const W *)(src + head);
     size_t i = r;
     for (; i + 3 * (size_t)s < nw; i += 4 * (size_t)s) {
         W a = sw[i], b = sw[i + s], c = sw[i + 2 * (size_t)s], e = sw[i + 3 * (size_t)s];
@@ -441,8 +464,8 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
     }
     for (; i < nw; i += s)
         dw[i] = sw[i];
-    for (size_t k = head + nw * sizeof(W) + r; k < n; k += s)
-        dst[k] = src[k];
+    if (tail && r == s - 1)
+        ushmemi_dev_copy_pieces((char *)(dw + nw), (const char *)(sw + nw), tail, sizeof(W));
 }
 
 template <typename G> SHMEMX_DEV_FN void ushmemi_dev_copy(G g, void *dst, const void *src, size_t n)
