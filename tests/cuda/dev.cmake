@@ -1,0 +1,45 @@
+# Device API tests (tests/cuda/dev_*.cu): SPMD programs whose kernels use
+# include/shmemx_device.cuh, built with nvcc against libushmem.so when CMake
+# found nvcc (and the library embeds its CUDA kernels: dev_amo mixes in the
+# host API's device-memory AMOs). Run under ushrun with 2 and 4 PEs sharing
+# GPU 0; they exit 77 (skipped) where no GPU is usable. dev_rma never waits on
+# the device, so it runs everywhere; dev_amo's device-wait part runs only where
+# shmemx_dev_why() allows it (MPS via ushrun --mps, one PE per GPU, or
+# USHMEM_DEVICE_WAIT=timesliced); dev_refuse.sh checks the refusal where it
+# does not. Included from tests/cuda/CMakeLists.txt.
+if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS)
+  set(USHMEM_DEV_TEST_HEADERS
+      ${CMAKE_CURRENT_LIST_DIR}/dev_test.cuh
+      ${CMAKE_SOURCE_DIR}/include/shmemx_device.cuh
+      ${CMAKE_SOURCE_DIR}/include/shmemx_device_types.h
+      ${CMAKE_SOURCE_DIR}/include/shmemx.h
+      ${CMAKE_SOURCE_DIR}/include/shmem.h
+      ${CMAKE_SOURCE_DIR}/include/shmem_gen.h)
+  set(USHMEM_DEV_TEST_OUTPUTS)
+  foreach(name dev_rma dev_amo)
+    set(src ${CMAKE_CURRENT_LIST_DIR}/${name}.cu)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/${name})
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${USHMEM_NVCC} -O2 -std=c++17 -gencode arch=compute_90,code=sm_90
+              -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/tests -I${CMAKE_SOURCE_DIR}/src
+              ${src} -o ${out} $<TARGET_LINKER_FILE:ushmem>
+              -Xlinker -rpath=$<TARGET_FILE_DIR:ushmem> -ldl -lpthread
+      DEPENDS ${src} ${USHMEM_DEV_TEST_HEADERS} ushmem
+      COMMENT "nvcc: device API test ${name}")
+    list(APPEND USHMEM_DEV_TEST_OUTPUTS ${out})
+    foreach(n 2 4)
+      add_test(NAME cuda/${name}/np${n}
+               COMMAND $<TARGET_FILE:ushrun> --timeout 120 -n ${n} ${out})
+      set_tests_properties(cuda/${name}/np${n} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                           ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
+    endforeach()
+  endforeach()
+  add_custom_target(ushmem_dev_tests ALL DEPENDS ${USHMEM_DEV_TEST_OUTPUTS})
+
+  # A device wait where waits are off: one line per PE, a trap, a failed job.
+  add_test(NAME cuda/dev_refuse
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_refuse.sh $<TARGET_FILE:ushrun>
+                   ${CMAKE_CURRENT_BINARY_DIR}/dev_amo)
+  set_tests_properties(cuda/dev_refuse PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
+endif()
