@@ -610,15 +610,39 @@ SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
 
 /* ---- signals ---- */
 
+/* The release that publishes a signal (experiment switch, fixed after measuring). */
+#ifndef USHMEMI_DEV_RELEASE
+#define USHMEMI_DEV_RELEASE 0
+#endif
+#if USHMEMI_DEV_RELEASE == 1
+#define USHMEMI_DEV_RELEASE_FENCE() ushmemi_dev_fence_sc()
+#else
+#define USHMEMI_DEV_RELEASE_FENCE() ushmemi_dev_fence_acq_rel()
+#endif
+SHMEMX_DEV_FN void ushmemi_dev_publish64(uint64_t *r, uint64_t value)
+{
+#if USHMEMI_DEV_RELEASE == 0
+    ushmemi_dev_st_release64(r, value);
+#else
+    USHMEMI_DEV_RELEASE_FENCE();
+    ushmemi_dev_st_relaxed64(r, value);
+#endif
+}
+
 SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint64_t value,
                                       int sig_op, int pe, const char *call)
 {
     uint64_t *r = (uint64_t *)ushmemi_dev_xlate(d, sig, 8, pe, call);
     if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
         ushmemi_dev_need_atomics(d, pe, call);
+#if USHMEMI_DEV_RELEASE == 0
         ushmemi_dev_red_release_add64(r, value);
+#else
+        USHMEMI_DEV_RELEASE_FENCE();
+        (void)ushmemi_dev_amo64(r, USHMEMI_DEV_AMO_ADD, value, 0);
+#endif
     } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
-        ushmemi_dev_st_release64(r, value);
+        ushmemi_dev_publish64(r, value);
     } else {
         printf("ushmem: PE %d: %s: unknown signal operator %d (SHMEM_SIGNAL_SET or _ADD)\n",
                d.world_pe, call, sig_op);
@@ -798,26 +822,37 @@ SHMEMX_DEV_FN void ushmemi_dev_wait_gate(const shmemx_dev_t &d, const char *call
         return;
     ushmemi_dev_check_handle(d, call);
     uint64_t *reported = (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_REPORTED_OFF);
-    if (ushmemi_dev_amo64(reported, USHMEMI_DEV_AMO_SWAP, 1, 0) == 0) {
-        if (d.wait_reason == SHMEMX_DEV_WAIT_MPS_SHARES)
-            printf("ushmem: PE %d: %s: device-side waits are off: under MPS the %d PEs on GPU "
-                   "%04x:%02x:%02x may use %d SMs together, more than its %d, so a spinning "
-                   "kernel can starve a peer forever; set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE <= "
-                   "%d (ushrun --mps does), or wait with shmemx_signal_wait_until_on_stream\n",
-                   d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2], d.sm_sum,
-                   d.sm_total, d.gpu_pes > 0 ? 100 / d.gpu_pes : 100);
-        else if (d.wait_reason == SHMEMX_DEV_WAIT_SHARED_GPU)
-            printf("ushmem: PE %d: %s: device-side waits are off: %d PEs share GPU "
-                   "%04x:%02x:%02x without MPS (each hand-off waits for a time slice, ~4.5 ms); "
-                   "wait with shmemx_signal_wait_until_on_stream, use one PE per GPU, or run "
-                   "under MPS (ushrun --mps); USHMEM_DEVICE_WAIT=timesliced allows it, slow but "
-                   "correct\n",
-                   d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2]);
-        else
-            printf("ushmem: PE %d: %s: device-side waits are off for this handle (reason %d; "
-                   "shmemx_dev_why() says more)\n",
-                   d.world_pe, call, d.wait_reason);
+    /* One thread prints (0 -> 1), then marks the line done (2); the others
+     * wait for that before trapping: a trap by another thread while the
+     * line is being printed loses it (seen with 128 threads per PE). */
+    uint64_t prev = ushmemi_dev_amo64(reported, USHMEMI_DEV_AMO_CSWAP, 1, 0);
+    if (prev != 0) {
+        uint64_t t0 = ushmemi_dev_clock_ns();
+        while (ushmemi_dev_ld_relaxed64(reported) != 2 &&
+               ushmemi_dev_clock_ns() - t0 < 2000000000ull)
+            ushmemi_dev_nanosleep(1000);
+        ushmemi_dev_trap();
     }
+    if (d.wait_reason == SHMEMX_DEV_WAIT_MPS_SHARES)
+        printf("ushmem: PE %d: %s: device-side waits are off: under MPS the %d PEs on GPU "
+               "%04x:%02x:%02x may use %d SMs together, more than its %d, so a spinning "
+               "kernel can starve a peer forever; set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE <= "
+               "%d (ushrun --mps does), or wait with shmemx_signal_wait_until_on_stream\n",
+               d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2], d.sm_sum,
+               d.sm_total, d.gpu_pes > 0 ? 100 / d.gpu_pes : 100);
+    else if (d.wait_reason == SHMEMX_DEV_WAIT_SHARED_GPU)
+        printf("ushmem: PE %d: %s: device-side waits are off: %d PEs share GPU "
+               "%04x:%02x:%02x without MPS (each hand-off waits for a time slice, ~4.5 ms); "
+               "wait with shmemx_signal_wait_until_on_stream, use one PE per GPU, or run "
+               "under MPS (ushrun --mps); USHMEM_DEVICE_WAIT=timesliced allows it, slow but "
+               "correct\n",
+               d.world_pe, call, d.gpu_pes, d.gpu_pci[0], d.gpu_pci[1], d.gpu_pci[2]);
+    else
+        printf("ushmem: PE %d: %s: device-side waits are off for this handle (reason %d; "
+               "shmemx_dev_why() says more)\n",
+               d.world_pe, call, d.wait_reason);
+    ushmemi_dev_fence_sc();
+    ushmemi_dev_st_relaxed64(reported, 2);
     ushmemi_dev_trap();
 }
 
@@ -875,6 +910,9 @@ SHMEMX_DEV_FN void ushmemi_dev_check_cmp(const shmemx_dev_t &d, int cmp, const c
     }
 }
 
+#ifndef USHMEMI_DEV_ACQUIRE
+#define USHMEMI_DEV_ACQUIRE 0
+#endif
 template <typename T>
 SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, T value,
                                  const char *call)
@@ -884,9 +922,17 @@ SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, 
     ushmemi_dev_check_cmp(d, cmp, call);
     uint64_t t0 = 0;
     for (unsigned polls = 1;; polls++) {
+#if USHMEMI_DEV_ACQUIRE == 0
         T v = ushmemi_dev_load_acquire(ivar);
         if (ushmemi_dev_cmp(v, cmp, value))
             return v;
+#else
+        T v = *(const volatile T *)ivar;
+        if (ushmemi_dev_cmp(v, cmp, value)) {
+            ushmemi_dev_fence_acq_rel();
+            return v;
+        }
+#endif
         ushmemi_dev_wait_tick(d, polls, &t0, ivar, call);
     }
 }

@@ -7,7 +7,7 @@
 # shmemx_dev_why() allows it (MPS via ushrun --mps, one PE per GPU, or
 # USHMEM_DEVICE_WAIT=timesliced); dev_refuse.sh checks the refusal where it
 # does not. Included from tests/cuda/CMakeLists.txt.
-if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS)
+if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no sanitizer runtime
   set(USHMEM_DEV_TEST_HEADERS
       ${CMAKE_CURRENT_LIST_DIR}/dev_test.cuh
       ${CMAKE_SOURCE_DIR}/include/shmemx_device.cuh
