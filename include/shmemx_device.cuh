@@ -610,39 +610,15 @@ SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
 
 /* ---- signals ---- */
 
-/* The release that publishes a signal (experiment switch, fixed after measuring). */
-#ifndef USHMEMI_DEV_RELEASE
-#define USHMEMI_DEV_RELEASE 0
-#endif
-#if USHMEMI_DEV_RELEASE == 1
-#define USHMEMI_DEV_RELEASE_FENCE() ushmemi_dev_fence_sc()
-#else
-#define USHMEMI_DEV_RELEASE_FENCE() ushmemi_dev_fence_acq_rel()
-#endif
-SHMEMX_DEV_FN void ushmemi_dev_publish64(uint64_t *r, uint64_t value)
-{
-#if USHMEMI_DEV_RELEASE == 0
-    ushmemi_dev_st_release64(r, value);
-#else
-    USHMEMI_DEV_RELEASE_FENCE();
-    ushmemi_dev_st_relaxed64(r, value);
-#endif
-}
-
 SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint64_t value,
                                       int sig_op, int pe, const char *call)
 {
     uint64_t *r = (uint64_t *)ushmemi_dev_xlate(d, sig, 8, pe, call);
     if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
         ushmemi_dev_need_atomics(d, pe, call);
-#if USHMEMI_DEV_RELEASE == 0
         ushmemi_dev_red_release_add64(r, value);
-#else
-        USHMEMI_DEV_RELEASE_FENCE();
-        (void)ushmemi_dev_amo64(r, USHMEMI_DEV_AMO_ADD, value, 0);
-#endif
     } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
-        ushmemi_dev_publish64(r, value);
+        ushmemi_dev_st_release64(r, value);
     } else {
         printf("ushmem: PE %d: %s: unknown signal operator %d (SHMEM_SIGNAL_SET or _ADD)\n",
                d.world_pe, call, sig_op);
@@ -910,9 +886,6 @@ SHMEMX_DEV_FN void ushmemi_dev_check_cmp(const shmemx_dev_t &d, int cmp, const c
     }
 }
 
-#ifndef USHMEMI_DEV_ACQUIRE
-#define USHMEMI_DEV_ACQUIRE 0
-#endif
 template <typename T>
 SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, T value,
                                  const char *call)
@@ -922,17 +895,9 @@ SHMEMX_DEV_FN T ushmemi_dev_wait(const shmemx_dev_t &d, const T *ivar, int cmp, 
     ushmemi_dev_check_cmp(d, cmp, call);
     uint64_t t0 = 0;
     for (unsigned polls = 1;; polls++) {
-#if USHMEMI_DEV_ACQUIRE == 0
         T v = ushmemi_dev_load_acquire(ivar);
         if (ushmemi_dev_cmp(v, cmp, value))
             return v;
-#else
-        T v = *(const volatile T *)ivar;
-        if (ushmemi_dev_cmp(v, cmp, value)) {
-            ushmemi_dev_fence_acq_rel();
-            return v;
-        }
-#endif
         ushmemi_dev_wait_tick(d, polls, &t0, ivar, call);
     }
 }
