@@ -90,12 +90,16 @@ typedef struct {
 } shmem_team_config_t;
 #define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
 
-/* Sessions (1.6): accepted as hints */
+/* Sessions (1.6): accepted as hints. The 1.6 names are shmem_ctx_session_*;
+ * the shmem_session_* names of the 1.6 drafts stay as aliases. */
 typedef struct {
     size_t total_ops;
-} shmem_session_config_t;
-#define SHMEM_SESSION_TOTAL_OPS (1L << 0) /* config_mask bit */
-#define SHMEM_SESSION_SAME_AMO  (1L << 0) /* options bit */
+} shmem_ctx_session_config_t;
+typedef shmem_ctx_session_config_t shmem_session_config_t;
+#define SHMEM_CTX_SESSION_TOTAL_OPS (1L << 0) /* config_mask bit */
+#define SHMEM_CTX_SESSION_BATCH     (1L << 0) /* options bit */
+#define SHMEM_SESSION_TOTAL_OPS     SHMEM_CTX_SESSION_TOTAL_OPS
+#define SHMEM_SESSION_SAME_AMO      SHMEM_CTX_SESSION_BATCH
 
 /* ---- Library setup, exit and query ---- */
 void shmem_init(void);
@@ -142,6 +146,9 @@ void shmem_ctx_destroy(shmem_ctx_t ctx);
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
 
 /* ---- Sessions (1.6) ---- */
+void shmem_ctx_session_start(shmem_ctx_t ctx, long options,
+                             const shmem_ctx_session_config_t *config, long config_mask);
+void shmem_ctx_session_stop(shmem_ctx_t ctx);
 void shmem_session_start(shmem_ctx_t ctx, long options, const shmem_session_config_t *config,
                          long config_mask);
 void shmem_session_stop(shmem_ctx_t ctx);

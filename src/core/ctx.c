@@ -164,10 +164,10 @@ USHMEMI_API void shmem_ctx_pe_quiet(shmem_ctx_t ctx, const int *target_pes, size
 }
 
 /* Sessions are hints: nothing is batched, so start and stop only check. */
-USHMEMI_API void shmem_session_start(shmem_ctx_t ctx, long options,
-                                     const shmem_session_config_t *config, long config_mask)
+USHMEMI_API void shmem_ctx_session_start(shmem_ctx_t ctx, long options,
+                                         const shmem_ctx_session_config_t *config, long config_mask)
 {
-    static const char call[] = "shmem_session_start";
+    static const char call[] = "shmem_ctx_session_start";
     (void)options;
     USHMEMI_CHECK_INIT(call);
     if (ctx == SHMEM_CTX_INVALID)
@@ -176,12 +176,18 @@ USHMEMI_API void shmem_session_start(shmem_ctx_t ctx, long options,
         ushmemi_error(call, "config_mask is 0x%lx but config is NULL", config_mask);
 }
 
-USHMEMI_API void shmem_session_stop(shmem_ctx_t ctx)
+USHMEMI_API void shmem_ctx_session_stop(shmem_ctx_t ctx)
 {
-    USHMEMI_CHECK_INIT("shmem_session_stop");
+    USHMEMI_CHECK_INIT("shmem_ctx_session_stop");
     if (ctx != SHMEM_CTX_INVALID)
         ushmemi_quiet(ctx);
 }
+
+/* The names of the 1.6 drafts. */
+extern __typeof__(shmem_ctx_session_start) shmem_session_start
+    __attribute__((alias("shmem_ctx_session_start"), visibility("default")));
+extern __typeof__(shmem_ctx_session_stop) shmem_session_stop
+    __attribute__((alias("shmem_ctx_session_stop"), visibility("default")));
 
 /* pshmem_ profiling names */
 USHMEMI_PSHMEM(shmem_ctx_create)
@@ -192,5 +198,7 @@ USHMEMI_PSHMEM(shmem_ctx_fence)
 USHMEMI_PSHMEM(shmem_ctx_quiet)
 USHMEMI_PSHMEM(shmem_pe_quiet)
 USHMEMI_PSHMEM(shmem_ctx_pe_quiet)
+USHMEMI_PSHMEM(shmem_ctx_session_start)
+USHMEMI_PSHMEM(shmem_ctx_session_stop)
 USHMEMI_PSHMEM(shmem_session_start)
 USHMEMI_PSHMEM(shmem_session_stop)

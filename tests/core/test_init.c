@@ -46,7 +46,8 @@ int main(void)
     shmem_info_get_version(&major, &minor);
     shmem_info_get_name(name);
     CHECK(major == 1 && minor >= 5, "version %d.%d", major, minor);
-    CHECK(strncmp(name, "ushmem", 6) == 0, "name '%s'", name);
+    CHECK(strcmp(name, SHMEM_VENDOR_STRING) == 0, "name '%s', want exactly '%s'", name,
+          SHMEM_VENDOR_STRING);
 
     for (int pe = 0; pe < np; pe++)
         CHECK(shmem_pe_accessible(pe), "PE %d not accessible", pe);

@@ -60,8 +60,15 @@ int main(void)
     shmem_session_stop(ctx[1]);
     shmem_session_start(SHMEM_CTX_DEFAULT, 0, NULL, 0);
     shmem_session_stop(SHMEM_CTX_DEFAULT);
+    /* the 1.6 names (the ones above are the drafts' aliases) */
+    shmem_ctx_session_config_t cfg16 = {.total_ops = 4};
+    shmem_ctx_session_start(ctx[1], SHMEM_CTX_SESSION_BATCH, &cfg16, SHMEM_CTX_SESSION_TOTAL_OPS);
+    long mine = me;
+    shmem_ctx_putmem(ctx[1], &box[61], &mine, sizeof mine, to);
+    shmem_ctx_session_stop(ctx[1]);
     shmem_barrier_all();
     CHECK(box[60] == from, "put in a session");
+    CHECK(box[61] == from, "put in a 1.6-named session");
 
     shmem_ctx_fence(SHMEM_CTX_INVALID); /* no-ops */
     shmem_ctx_quiet(SHMEM_CTX_INVALID);
