@@ -568,6 +568,8 @@ static void ushmemi_gen_to_all(void *dest, const void *source, int nreduce, int 
     if (nreduce < 0)
         ushmemi_fatal(call, "nreduce is negative (%d)", nreduce);
     shmem_team_t team = ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call);
+    if (team == SHMEM_TEAM_INVALID) /* not a member: nothing to do */
+        return;
     int rc = ushmemi_reduce(team, dest, source, (size_t)nreduce, dtype, op, call);
     if (rc != 0)
         ushmemi_fatal(call, "%s", ushmemi_strerror(rc));

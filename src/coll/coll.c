@@ -257,7 +257,11 @@ static void must(int rc, const char *call)
         ushmemi_fatal(call, "%s", ushmemi_strerror(rc));
 }
 
-#define ASET(call) ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call)
+/* The active set's team; a PE outside the set returns at once (no-op). */
+#define ASET(team, call)                                                                           \
+    shmem_team_t team = ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call);            \
+    if (team == SHMEM_TEAM_INVALID)                                                                \
+        return;
 
 /* The active-set broadcast leaves the root's dest alone. */
 #define DEF_BCAST(bits)                                                                            \
@@ -267,8 +271,9 @@ static void must(int rc, const char *call)
     {                                                                                              \
         static const char call[] = "shmem_broadcast" #bits;                                        \
         (void)pSync;                                                                               \
-        must(bcast(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), PE_root,  \
-                   0, call),                                                                       \
+        ASET(team, call)                                                                           \
+        must(bcast(team, dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), PE_root, 0,     \
+                   call),                                                                          \
              call);                                                                                \
     }
 
@@ -278,8 +283,8 @@ static void must(int rc, const char *call)
     {                                                                                              \
         static const char call[] = "shmem_" #name #bits;                                           \
         (void)pSync;                                                                               \
-        must(prim(ASET(call), dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), call),     \
-             call);                                                                                \
+        ASET(team, call)                                                                           \
+        must(prim(team, dest, source, ushmemi_coll_bytes(nelems, bits / 8, call), call), call);    \
     }
 
 #define DEF_ALLTOALLS(bits)                                                                        \
@@ -289,7 +294,8 @@ static void must(int rc, const char *call)
     {                                                                                              \
         static const char call[] = "shmem_alltoalls" #bits;                                        \
         (void)pSync;                                                                               \
-        must(ushmemi_alltoalls(ASET(call), dest, source, dst, sst, nelems, bits / 8, call), call); \
+        ASET(team, call)                                                                           \
+        must(ushmemi_alltoalls(team, dest, source, dst, sst, nelems, bits / 8, call), call);       \
     }
 
 DEF_BCAST(32)

@@ -45,6 +45,8 @@ USHMEMI_API void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long
     static const char call[] = "shmem_barrier";
     (void)pSync;
     shmem_team_t team = ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call);
+    if (team == SHMEM_TEAM_INVALID) /* not a member */
+        return;
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
     ushmemi_team_sync(team, call);
 }
@@ -54,7 +56,9 @@ USHMEMI_API void(shmem_sync)(int PE_start, int logPE_stride, int PE_size, long *
 {
     static const char call[] = "shmem_sync";
     (void)pSync;
-    ushmemi_team_sync(ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call), call);
+    shmem_team_t team = ushmemi_active_set_team(PE_start, logPE_stride, PE_size, call);
+    if (team != SHMEM_TEAM_INVALID) /* else not a member */
+        ushmemi_team_sync(team, call);
 }
 
 /* pshmem_ profiling names */

@@ -377,11 +377,15 @@ shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const c
                       "for %d PEs",
                       start, logstride, size, n);
     int d = ushmemi_g.my_pe - start;
-    if (d < 0 || d % (1 << logstride) || (d >> logstride) >= size)
-        ushmemi_fatal(call,
+    if (d < 0 || d % (1 << logstride) || (d >> logstride) >= size) {
+        /* As the other implementations do (and the Mellanox verifier's
+         * reductions expect): a PE outside the set does nothing. */
+        ushmemi_debug(call,
                       "this PE is not in the active set (PE_start %d, logPE_stride %d, "
-                      "PE_size %d)",
+                      "PE_size %d): nothing to do",
                       start, logstride, size);
+        return SHMEM_TEAM_INVALID;
+    }
     if (start == 0 && (size == n) && (size == 1 || logstride == 0))
         return SHMEM_TEAM_WORLD;
     uint64_t key =

@@ -1,7 +1,8 @@
 /* Deprecated active-set collectives with pSync: barrier, sync, broadcast32/64
  * (the root's dest stays untouched), collect, fcollect, alltoall, alltoalls
  * and *_to_all reductions, over the world, even PEs, odd PEs, a single PE
- * and the first n-1 PEs, with the same pSync reused back to back.
+ * and the first n-1 PEs, with the same pSync reused back to back; PEs outside
+ * a set make the same calls, which return at once and write nothing.
  * USHMEM_TEST_NPES: 1 2 3 4 */
 #include <complex.h>
 
@@ -21,12 +22,37 @@ static double dsrc[N], ddst[N];
 static double _Complex csrc[N], cdst[N];
 static long hits[64];
 
+/* A PE outside the set: every active-set routine returns at once and writes
+ * nothing (as in the other implementations; the Mellanox verifier relies on it),
+ * while the members run the same calls among themselves. */
+static void outsider(int start, int logstride, int size, int tag)
+{
+    for (int i = 0; i < 8 * N + 1; i++)
+        dst64[i] = -9;
+    for (int i = 0; i < N; i++)
+        idst[i] = -9;
+    shmem_barrier(start, logstride, size, psync);
+    shmem_sync(start, logstride, size, psync);
+    shmem_broadcast64(dst64, src64, N, 0, start, logstride, size, psync2);
+    shmem_collect64(dst64, src64, N, start, logstride, size, psync);
+    shmem_fcollect64(dst64, src64, N, start, logstride, size, psync);
+    shmem_alltoall64(dst64, src64, N, start, logstride, size, psync);
+    shmem_alltoalls64(dst64, src64, 1, 1, N, start, logstride, size, psync);
+    shmem_int_sum_to_all(idst, isrc, N, start, logstride, size, ipwrk, psync);
+    for (int i = 0; i < 8 * N + 1; i++)
+        CHECK(dst64[i] == -9, "set %d: outsider's dest[%d] written", tag, i);
+    for (int i = 0; i < N; i++)
+        CHECK(idst[i] == -9, "set %d: outsider's reduction dest[%d] written", tag, i);
+}
+
 static void run_set(int start, int logstride, int size, int tag)
 {
     int me = shmem_my_pe(), stride = 1 << logstride;
     int d = me - start;
-    if (d < 0 || d % stride || d / stride >= size)
+    if (d < 0 || d % stride || d / stride >= size) {
+        outsider(start, logstride, size, tag);
         return;
+    }
     int idx = d / stride;
 #define MEMBER(k) (start + (k)*stride)
 
