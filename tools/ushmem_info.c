@@ -39,6 +39,12 @@ int main(int argc, char **argv)
             printf("PE 0 of %d: routes\n", shmem_n_pes());
             for (int pe = 0; pe < shmem_n_pes(); pe++)
                 printf("  PE %-4d %s\n", pe, ushmemi_pe_transport_name(pe));
+            shmemx_dev_t d;
+            if (ushmemi_g.cuda_active && shmemx_dev_get(&d) == 0) {
+                const char *why = shmemx_dev_why();
+                printf("device API: kernels may put/get/signal/AMO; device-side waits %s%s\n",
+                       why ? "refused: " : "allowed", why ? why : "");
+            }
         }
         shmem_finalize();
         return 0;
