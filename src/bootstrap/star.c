@@ -885,18 +885,39 @@ static int unix_path_is_stale(const struct sockaddr_un *un, socklen_t len)
     return stale;
 }
 
+/* Where a TCP root listens: the address its peers dial (so a job on loopback
+ * is not reachable from the network), all interfaces with
+ * USHMEM_BOOTSTRAP_BIND=any, or the IP that variable names. */
+static int bind_address(struct sockaddr_storage *sa)
+{
+    const char *b = ushmemi_env.bootstrap_bind;
+    if (!b || !*b)
+        return 0;
+    if (sa->ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+        if (!strcmp(b, "any"))
+            in->sin_addr.s_addr = htonl(INADDR_ANY);
+        else if (inet_pton(AF_INET, b, &in->sin_addr) != 1)
+            return -EINVAL;
+    } else if (sa->ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+        if (!strcmp(b, "any"))
+            in6->sin6_addr = in6addr_any;
+        else if (inet_pton(AF_INET6, b, &in6->sin6_addr) != 1)
+            return -EINVAL;
+    }
+    return 0;
+}
+
 int ushmemi_bootstrap_listen(const ushmemi_bs_addr_t *addr, int backlog)
 {
     struct sockaddr_storage sa = addr->sa;
     int family = sa.ss_family, one = 1;
+    if (is_inet(family) && bind_address(&sa) != 0)
+        return -EINVAL; /* USHMEM_BOOTSTRAP_BIND is not an address of this family */
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    if (family == AF_INET) {
-        ((struct sockaddr_in *)&sa)->sin_addr.s_addr = htonl(INADDR_ANY);
-    } else if (family == AF_INET6) {
-        ((struct sockaddr_in6 *)&sa)->sin6_addr = in6addr_any;
-    }
     if (is_inet(family))
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     int rc = bind(fd, (struct sockaddr *)&sa, addr->len);
@@ -1218,7 +1239,14 @@ int ushmemi_bootstrap_star_init(ushmemi_bootstrap_t *bs, const ushmemi_bs_config
             listen_fd = ushmemi_bootstrap_listen(&cfg->addr, backlog);
             if (listen_fd < 0) {
                 BS_ERR("cannot listen at %s: %s%s", cfg->addr.desc, strerror(-listen_fd),
-                       -listen_fd == EADDRINUSE ? " (another job, or a stale PE, holds it)" : "");
+                       -listen_fd == EADDRINUSE ? " (another job, or a stale PE, holds it)"
+                       : -listen_fd == EADDRNOTAVAIL
+                           ? " (not an address of this host: run rank 0 where MASTER_ADDR "
+                             "points, or set USHMEM_BOOTSTRAP_BIND=any)"
+                       : -listen_fd == EINVAL && ushmemi_env.bootstrap_bind &&
+                               *ushmemi_env.bootstrap_bind
+                           ? " (USHMEM_BOOTSTRAP_BIND is not 'any' or an IP of this family)"
+                           : "");
                 rc = USHMEM_EBOOTSTRAP;
                 goto fail;
             }

@@ -145,9 +145,10 @@ int ushmemi_bootstrap_make_uid(shmemx_uniqueid_t *uid)
     int rc = advertised_ip(&ip);
     if (rc)
         return rc;
-    ushmemi_bs_addr_t any;
-    make_addr(&any, (struct in_addr){htonl(INADDR_ANY)}, 0);
-    int fd = ushmemi_bootstrap_listen(&any, UID_BACKLOG);
+    /* Listen where the id tells peers to connect (USHMEM_BOOTSTRAP_BIND=any: everywhere). */
+    ushmemi_bs_addr_t here;
+    make_addr(&here, ip, 0);
+    int fd = ushmemi_bootstrap_listen(&here, UID_BACKLOG);
     if (fd < 0) {
         ushmemi_bootstrap_error(call, "cannot open a listening TCP socket: %s", strerror(-fd));
         return USHMEM_EBOOTSTRAP;

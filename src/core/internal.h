@@ -63,6 +63,9 @@ typedef enum {
       "Comma-separated transports in order of preference (shm,cuda,mpi)")                          \
     X(bootstrap, STR, "auto", "USHMEM_BOOTSTRAP",                                                  \
       "How PEs find each other: auto, launcher, torchrun, uid, mpi, single")                       \
+    X(bootstrap_bind, STR, "", "USHMEM_BOOTSTRAP_BIND",                                            \
+      "TCP bootstrap root listens on: empty = the address peers dial (unique id, MASTER_ADDR), "   \
+      "any = all interfaces, or an IP")                                                            \
     X(bootstrap_timeout, INT, "60", "USHMEM_BOOTSTRAP_TIMEOUT",                                    \
       "Seconds to wait for all PEs to join before failing (0: forever)")                           \
     X(debug, BOOL, "0", "SHMEM_DEBUG|USHMEM_DEBUG",                                                \

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/star.h"
 #include "core/state.h"
 
 /* error.c reads the core's global state, which lives in a core file this
@@ -776,6 +777,78 @@ static void test_monitor(const char *name, body_fn fn, int victim, const char *a
     report(name, why, k, 3);
 }
 
+/* Address a listening socket on port is bound to, from /proc/net/tcp (as the
+ * kernel stores it); 0 when none listens there: -1 when unreadable. */
+static long long listener_addr(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    long long found = -1;
+    if (!f)
+        return -1;
+    found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned ip, p, st;
+        if (sscanf(line, " %*d: %8X:%4X %*8X:%*4X %2X", &ip, &p, &st) == 3 && st == 0x0A &&
+            (int)p == port)
+            found = (long long)ip | 1LL << 40;
+    }
+    fclose(f);
+    return found;
+}
+
+/* TCP roots listen where their peers dial (loopback stays loopback), all
+ * interfaces with USHMEM_BOOTSTRAP_BIND=any, and reject a bad value. */
+static void test_bind(void)
+{
+    const char *why = NULL;
+    ushmemi_bs_addr_t a;
+    struct sockaddr_in got;
+    socklen_t len = sizeof got;
+    int port = free_port(), fd = -1;
+    unsetenv("USHMEM_BOOTSTRAP_BIND");
+    if (ushmemi_env_load() != 0 || ushmemi_bootstrap_addr_tcp("127.0.0.1", port, "test", &a))
+        why = "setup";
+    if (!why && ((fd = ushmemi_bootstrap_listen(&a, 4)) < 0 ||
+                 getsockname(fd, (struct sockaddr *)&got, &len) != 0 ||
+                 got.sin_addr.s_addr != htonl(INADDR_LOOPBACK)))
+        why = "default: a root for 127.0.0.1 does not listen on 127.0.0.1 only";
+    if (fd >= 0)
+        close(fd);
+    setenv("USHMEM_BOOTSTRAP_BIND", "any", 1);
+    ushmemi_env_load();
+    if (!why && ((fd = ushmemi_bootstrap_listen(&a, 4)) < 0 ||
+                 getsockname(fd, (struct sockaddr *)&got, &len) != 0 ||
+                 got.sin_addr.s_addr != htonl(INADDR_ANY)))
+        why = "USHMEM_BOOTSTRAP_BIND=any does not listen on 0.0.0.0";
+    if (fd >= 0)
+        close(fd);
+    setenv("USHMEM_BOOTSTRAP_BIND", "not-an-ip", 1);
+    ushmemi_env_load();
+    if (!why && (fd = ushmemi_bootstrap_listen(&a, 4)) != -EINVAL)
+        why = "USHMEM_BOOTSTRAP_BIND=not-an-ip is not refused";
+    if (fd >= 0)
+        close(fd);
+    unsetenv("USHMEM_BOOTSTRAP_BIND");
+    ushmemi_env_load();
+    shmemx_uniqueid_t uid;
+    if (!why && ushmemi_bootstrap_make_uid(&uid) != 0)
+        why = "shmemx_get_uniqueid failed";
+    if (!why) {
+        const unsigned char *b = uid.internal;
+        unsigned uport = (unsigned)b[8] << 8 | b[9];
+        uint32_t uip;
+        memcpy(&uip, b + 12, sizeof uip);
+        long long l = listener_addr((int)uport);
+        if (l == 0)
+            why = "unique id: nothing listens on its port";
+        else if (l > 0 && (uint32_t)l != uip)
+            why = "unique id: the root listens on another address than the one it advertises";
+    }
+    report("bind: roots listen on the address peers dial (USHMEM_BOOTSTRAP_BIND=any: all)", why,
+           NULL, 0);
+}
+
 static const char *g_only; /* run only the tests whose key contains this */
 
 static int want(const char *key)
@@ -796,7 +869,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [-v] [-r repeat] [key: single launcher tcp torchrun "
-                    "uid secret nobody joined mpi mismatch monitor]\n",
+                    "uid secret nobody joined mpi mismatch bind monitor]\n",
                     argv[0]);
             return 2;
         }
@@ -838,6 +911,8 @@ int main(int argc, char **argv)
             test_mpi_detected();
         if (want("mismatch"))
             test_mismatch();
+        if (want("bind"))
+            test_bind();
         if (want("monitor")) {
             test_monitor("monitor: PE 2 exits without finalize, PEs 0 and 1 spinning are "
                          "stopped",
