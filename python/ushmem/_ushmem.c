@@ -1785,6 +1785,10 @@ static PyObject *py_calloc(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_Format(PyExc_ValueError, "calloc: %zu x %zu bytes overflows", count, size);
         return NULL;
     }
+    if (count == 0 || size == 0) { /* the seed (rocshmem4py) raises here */
+        err(ERR_INVALID, "calloc: count %zu x size %zu is an empty allocation", count, size);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS;
     p = shmem_malloc_with_hints(count * size, SHMEMX_MALLOC_HOST);
     if (p) {
@@ -1804,8 +1808,8 @@ static PyObject *py_align(PyObject *self, PyObject *const *args, Py_ssize_t narg
         as_size(args[0], &alignment, "align", "alignment") ||
         as_size(args[1], &n, "align", "nbytes") || require_init("align"))
         return NULL;
-    if (alignment == 0 || (alignment & (alignment - 1))) {
-        PyErr_Format(PyExc_ValueError, "align: alignment %zu is not a power of two", alignment);
+    if (alignment == 0 || (alignment & (alignment - 1))) { /* ushmem.Error, as in the seed */
+        err(ERR_INVALID, "align: alignment %zu is not a power of two", alignment);
         return NULL;
     }
     void *base = NULL;
@@ -1991,13 +1995,11 @@ static PyObject *py_buffer_register(PyObject *self, PyObject *const *args, Py_ss
             fn);
         return NULL;
     }
-    if (!s.ptr || n == 0) {
-        PyErr_Format(PyExc_ValueError, "%s: %s", fn, !s.ptr ? "address is NULL" : "length is 0");
-        return NULL;
-    }
-    if (check_status(shmemx_buffer_register(s.ptr, n), fn))
-        return NULL;
-    Py_RETURN_NONE;
+    /* The seed's contract: the library's status (0, or negative: NULL, zero
+     * length, overlap), never an exception for those. */
+    if (!s.ptr || n == 0)
+        return PyLong_FromLong(SHMEMX_ERR_INVALID);
+    return PyLong_FromLong(shmemx_buffer_register(s.ptr, n));
 }
 
 static PyObject *py_buffer_unregister(PyObject *self, PyObject *arg)
@@ -2008,13 +2010,10 @@ static PyObject *py_buffer_unregister(PyObject *self, PyObject *arg)
     if (require_init(fn) || span_get(arg, &s, 0, fn, "addr"))
         return NULL;
     span_release(&s);
-    if (!s.ptr) {
-        PyErr_Format(PyExc_ValueError, "%s: address is NULL", fn);
-        return NULL;
-    }
-    if (check_status(shmemx_buffer_unregister(s.ptr), fn))
-        return NULL;
-    Py_RETURN_NONE;
+    /* The status as in the seed: 0, or negative (NULL, not registered). */
+    if (!s.ptr)
+        return PyLong_FromLong(SHMEMX_ERR_INVALID);
+    return PyLong_FromLong(shmemx_buffer_unregister(s.ptr));
 }
 
 static PyObject *py_buffer_unregister_all(PyObject *self, PyObject *unused)
