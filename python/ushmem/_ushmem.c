@@ -2443,16 +2443,37 @@ static TeamObj *team_new(shmem_team_t t, const char *name, int created)
     return o;
 }
 
+/* A Team, or the seed's integer handles (TEAM_WORLD == 0, TEAM_INVALID == -1);
+ * borrowed. NULL with TypeError otherwise. */
+static TeamObj *team_obj(PyObject *o, const char *fn)
+{
+    if (Py_IS_TYPE(o, &TeamType))
+        return (TeamObj *)o;
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        long v = PyLong_AsLong(o);
+        if (v == 0)
+            return g_team_world;
+        if (v == -1 && !PyErr_Occurred())
+            return g_team_invalid;
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s: team must be a ushmem.Team (or 0 for TEAM_WORLD, -1 for TEAM_INVALID), "
+                 "not %.100s",
+                 fn, Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+/* For the routines that are no-ops on TEAM_INVALID (as in rocSHMEM and the
+ * seed: a non-member of a split holds it): 1 when o is TEAM_INVALID (nothing
+ * to do, no exception), 0 with *out set, -1 with an exception. */
+static int team_get_or_invalid(PyObject *o, shmem_team_t *out, const char *fn);
+
 /* The C handle of a usable team, or an exception. */
 static int team_get(PyObject *o, shmem_team_t *out, const char *fn)
 {
-    if (!Py_IS_TYPE(o, &TeamType)) {
-        PyErr_Format(PyExc_TypeError, "%s: team must be a ushmem.Team, not %.100s", fn,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    TeamObj *t = (TeamObj *)o;
-    if (require_init(fn))
+    TeamObj *t = team_obj(o, fn);
+    if (!t || require_init(fn))
         return -1;
     if (t->team == SHMEM_TEAM_INVALID)
         return err(ERR_INVALID,
@@ -2467,20 +2488,33 @@ static int team_get(PyObject *o, shmem_team_t *out, const char *fn)
     return 0;
 }
 
+static int team_get_or_invalid(PyObject *o, shmem_team_t *out, const char *fn)
+{
+    TeamObj *t = team_obj(o, fn);
+    if (!t || require_init(fn))
+        return -1;
+    if (t->team == SHMEM_TEAM_INVALID)
+        return 1;
+    return team_get(o, out, fn);
+}
+
+/* -1 for TEAM_INVALID, as shmem_team_my_pe / shmem_team_n_pes. */
 static PyObject *team_my_pe_impl(PyObject *team, const char *fn)
 {
     shmem_team_t t;
-    if (team_get(team, &t, fn))
+    int rc = team_get_or_invalid(team, &t, fn);
+    if (rc < 0)
         return NULL;
-    return PyLong_FromLong(shmem_team_my_pe(t));
+    return PyLong_FromLong(rc ? -1 : shmem_team_my_pe(t));
 }
 
 static PyObject *team_n_pes_impl(PyObject *team, const char *fn)
 {
     shmem_team_t t;
-    if (team_get(team, &t, fn))
+    int rc = team_get_or_invalid(team, &t, fn);
+    if (rc < 0)
         return NULL;
-    return PyLong_FromLong(shmem_team_n_pes(t));
+    return PyLong_FromLong(rc ? -1 : shmem_team_n_pes(t));
 }
 
 static PyObject *py_team_my_pe(PyObject *self, PyObject *arg)
@@ -2501,10 +2535,13 @@ static PyObject *py_team_translate_pe(PyObject *self, PyObject *const *args, Py_
     static const char fn[] = "team_translate_pe";
     shmem_team_t src, dst;
     int pe;
+    int ra = 0, rb = 0;
     if (check_nargs(nargs, 3, 3, "team_translate_pe(src_team, src_pe, dest_team)") ||
-        team_get(args[0], &src, fn) || as_int(args[1], &pe, fn, "src_pe") ||
-        team_get(args[2], &dst, fn))
+        (ra = team_get_or_invalid(args[0], &src, fn)) < 0 || as_int(args[1], &pe, fn, "src_pe") ||
+        (rb = team_get_or_invalid(args[2], &dst, fn)) < 0)
         return NULL;
+    if (ra || rb) /* TEAM_INVALID on either side: -1, as shmem_team_translate_pe */
+        return PyLong_FromLong(-1);
     if (pe < 0 || pe >= shmem_team_n_pes(src)) {
         err(ERR_BADPE, "%s: src_pe %d is out of range (the team has %d PEs)", fn, pe,
             shmem_team_n_pes(src));
@@ -2662,20 +2699,16 @@ static PyObject *py_team_destroy(PyObject *self, PyObject *arg)
 {
     (void)self;
     static const char fn[] = "team_destroy";
-    if (!Py_IS_TYPE(arg, &TeamType)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a ushmem.Team", fn);
+    TeamObj *t = team_obj(arg, fn);
+    if (!t)
         return NULL;
-    }
-    TeamObj *t = (TeamObj *)arg;
-    if (t->team == SHMEM_TEAM_INVALID)
-        Py_RETURN_NONE; /* the spec allows it: nothing to do */
+    /* TEAM_INVALID (the spec allows it) and the predefined teams (as in the
+     * seed): nothing to do. */
+    if (t->team == SHMEM_TEAM_INVALID || (!t->created && !t->destroyed))
+        Py_RETURN_NONE;
     shmem_team_t h;
-    if (team_get(arg, &h, fn))
+    if (team_get((PyObject *)t, &h, fn))
         return NULL;
-    if (!t->created) {
-        err(ERR_INVALID, "%s: %s cannot be destroyed", fn, t->name ? t->name : "this team");
-        return NULL;
-    }
     team_destroy_obj(t);
     Py_RETURN_NONE;
 }
@@ -2697,9 +2730,9 @@ static PyObject *py_team_sync(PyObject *self, PyObject *arg)
 {
     (void)self;
     shmem_team_t t;
-    int rc;
-    if (team_get(arg, &t, "team_sync"))
-        return NULL;
+    int rc = team_get_or_invalid(arg, &t, "team_sync");
+    if (rc)
+        return rc < 0 ? NULL : Py_NewRef(Py_None); /* TEAM_INVALID: nothing to do */
     Py_BEGIN_ALLOW_THREADS;
     rc = shmem_team_sync(t);
     Py_END_ALLOW_THREADS;
@@ -2713,9 +2746,9 @@ static PyObject *py_barrier(PyObject *self, PyObject *arg)
 {
     (void)self;
     shmem_team_t t;
-    int rc;
-    if (team_get(arg, &t, "barrier"))
-        return NULL;
+    int rc = team_get_or_invalid(arg, &t, "barrier");
+    if (rc)
+        return rc < 0 ? NULL : Py_NewRef(Py_None); /* TEAM_INVALID: nothing to do */
     Py_BEGIN_ALLOW_THREADS;
     shmem_quiet();
     rc = shmem_team_sync(t);
@@ -2732,9 +2765,13 @@ static PyObject *py_barrier(PyObject *self, PyObject *arg)
         static const char fn[] = #name "_on_stream";                                               \
         void *st;                                                                                  \
         shmem_team_t t;                                                                            \
+        int inv = 0;                                                                               \
         if (check_nargs(nargs, 1, 2, #name "_on_stream(team, stream=None)") ||                     \
-            team_get(args[0], &t, fn) || parse_stream(nargs > 1 ? args[1] : NULL, &st, fn))        \
+            (inv = team_get_or_invalid(args[0], &t, fn)) < 0 ||                                    \
+            parse_stream(nargs > 1 ? args[1] : NULL, &st, fn))                                     \
             return NULL;                                                                           \
+        if (inv) /* TEAM_INVALID: nothing to do */                                                 \
+            Py_RETURN_NONE;                                                                        \
         if (g_dev < 0)                                                                             \
             return py_##name(self, args[0]);                                                       \
         if (check_team_mapped(t, NULL, NULL, 1, fn))                                               \
@@ -2814,12 +2851,53 @@ static PyGetSetDef Team_getset[] = {
 };
 static PyNumberMethods Team_as_number = {.nb_bool = Team_bool};
 
+/* TEAM_WORLD == 0 and TEAM_INVALID == -1, as the seed's integer handles; other
+ * teams compare by identity. Hashes agree with the ints' (hash(-1) is -2). */
+static PyObject *Team_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE)
+        Py_RETURN_NOTIMPLEMENTED;
+    if (!Py_IS_TYPE(a, &TeamType)) {
+        PyObject *x = a;
+        a = b;
+        b = x;
+    }
+    int eq;
+    if (Py_IS_TYPE(b, &TeamType)) {
+        eq = a == b;
+    } else if (PyLong_Check(b) && !PyBool_Check(b)) {
+        long v = PyLong_AsLong(b);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            v = 1; /* out of long's range: no team's number */
+        }
+        shmem_team_t h = ((TeamObj *)a)->team;
+        eq = (v == 0 && h == SHMEM_TEAM_WORLD) || (v == -1 && h == SHMEM_TEAM_INVALID);
+    } else {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t Team_hash(PyObject *o)
+{
+    shmem_team_t h = ((TeamObj *)o)->team;
+    if (h == SHMEM_TEAM_WORLD)
+        return 0;
+    if (h == SHMEM_TEAM_INVALID)
+        return -2;
+    Py_hash_t v = (Py_hash_t)((uintptr_t)o >> 4);
+    return v == -1 ? -3 : v;
+}
+
 static PyTypeObject TeamType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ushmem.Team",
     .tp_basicsize = sizeof(TeamObj),
     .tp_dealloc = (destructor)PyObject_Free,
     .tp_repr = Team_repr,
     .tp_as_number = &Team_as_number,
+    .tp_richcompare = Team_richcompare,
+    .tp_hash = Team_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An OpenSHMEM team (from team_split_strided / team_split_2d, or TEAM_WORLD, "
               "TEAM_SHARED, TEAM_INVALID). Teams the package made are destroyed by finalize.",
@@ -2870,7 +2948,10 @@ static PyObject *coll(int kind, PyObject *const *args, PyObject *stream, const c
     int root = 0;
     span_t d, s;
     void *st = NULL;
-    if (team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nbytes") ||
+    int inv = team_get_or_invalid(args[0], &t, fn);
+    if (inv) /* TEAM_INVALID: nothing to do (the seed's member-scoped code relies on it) */
+        return inv < 0 ? NULL : Py_NewRef(Py_None);
+    if (as_size(args[3], &n, fn, "nbytes") ||
         (kind == COLL_BCAST && as_int(args[4], &root, fn, "pe_root")) ||
         parse_stream(stream, &st, fn) || mul_size((size_t)shmem_team_n_pes(t), n, &total, fn))
         return NULL;
@@ -2996,9 +3077,14 @@ static PyObject *py_reduce_on_stream(PyObject *self, PyObject *const *args, Py_s
     size_t n, nbytes;
     span_t d, s;
     void *st;
+    int inv = 0;
     if (check_nargs(nargs, 6, 7,
                     "reduce_on_stream(team, dest, source, nreduce, type, op, stream)") ||
-        team_get(args[0], &t, fn) || as_size(args[3], &n, fn, "nreduce"))
+        (inv = team_get_or_invalid(args[0], &t, fn)) < 0)
+        return NULL;
+    if (inv) /* TEAM_INVALID: nothing to do */
+        Py_RETURN_NONE;
+    if (as_size(args[3], &n, fn, "nreduce"))
         return NULL;
     const char *type = PyUnicode_Check(args[4]) ? PyUnicode_AsUTF8(args[4]) : NULL;
     const char *op = PyUnicode_Check(args[5]) ? PyUnicode_AsUTF8(args[5]) : NULL;
