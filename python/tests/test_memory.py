@@ -141,3 +141,26 @@ def test_live_allocations_track_everything(me):
     b.free()
     ushmem.free(p)
     assert ushmem.live_allocations() == before
+
+
+def test_seed_buffer_attributes(me, npes):
+    b = ushmem.create_buffer(64)
+    assert b.size == b.nbytes == 64 and b.dtype == np.uint8
+    assert int(b) == b.ptr
+    right = (me + 1) % npes
+    assert b.get_remote_ptr(me) == b.ptr
+    remote = b.get_remote_ptr(right)
+    assert remote == ushmem.ptr(b, right) and remote != 0
+    # a store through the peer address is seen by the peer
+    ushmem.putmem(b, bytes([me + 1] * 64), 64, me)
+    ushmem.barrier_all()
+    import ctypes
+    left = (me + npes - 1) % npes
+    got = ctypes.string_at(b.get_remote_ptr(left), 64)
+    assert got == bytes([left + 1] * 64)
+    with pytest.raises(ushmem.Error):
+        b.get_remote_ptr(npes)
+    ushmem.barrier_all()
+    b.free()
+    with pytest.raises(ushmem.Error):
+        b.get_remote_ptr(me)

@@ -916,6 +916,42 @@ static PyObject *SymBuf_get_nbytes(PyObject *self, void *c)
     (void)c;
     return PyLong_FromSize_t(((SymBuf *)self)->nbytes);
 }
+/* The seed's names: .size (bytes), .dtype (uint8: a raw buffer), int(buf) (the address). */
+static PyObject *SymBuf_get_dtype(PyObject *self, void *c)
+{
+    (void)self;
+    (void)c;
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) {
+        PyErr_Clear();
+        return PyUnicode_FromString("uint8");
+    }
+    PyObject *dt = PyObject_CallMethod(np, "dtype", "s", "uint8");
+    Py_DECREF(np);
+    return dt;
+}
+static PyObject *SymBuf_int(PyObject *self)
+{
+    return PyLong_FromVoidPtr(((SymBuf *)self)->ptr);
+}
+static PyNumberMethods SymBuf_as_number = {.nb_int = SymBuf_int};
+
+/* get_remote_ptr(pe): the address of pe's copy as mapped in this process. */
+static PyObject *SymBuf_get_remote_ptr(PyObject *self, PyObject *arg)
+{
+    static const char fn[] = "SymmetricBuffer.get_remote_ptr";
+    SymBuf *b = (SymBuf *)self;
+    int pe;
+    if (check_pe(arg, &pe, fn) || symbuf_check_alive(b, fn))
+        return NULL;
+    void *r = shmem_ptr(b->sym, pe);
+    if (!r) {
+        err(ERR_UNREACHABLE, "%s: PE %d's copy is not mapped in this process", fn, pe);
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(r);
+}
+
 static PyObject *SymBuf_get_pe(PyObject *self, void *c)
 {
     (void)c;
@@ -1116,6 +1152,8 @@ static PyMethodDef SymBuf_methods[] = {
     {"__dlpack__", FN(SymBuf_dlpack), METH_VARARGS | METH_KEYWORDS,
      "DLPack capsule of the bytes (uint8, 1-D)."},
     {"__dlpack_device__", SymBuf_dlpack_device, METH_NOARGS, NULL},
+    {"get_remote_ptr", SymBuf_get_remote_ptr, METH_O,
+     "get_remote_ptr(pe): address of PE pe's copy as mapped in this process (int)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1123,6 +1161,8 @@ static PyGetSetDef SymBuf_getset[] = {
     {"ptr", SymBuf_get_ptr, NULL, "Address of the memory in this process (int).", NULL},
     {"sym_ptr", SymBuf_get_sym, NULL, "The symmetric address (this PE's copy) it names.", NULL},
     {"nbytes", SymBuf_get_nbytes, NULL, "Size in bytes.", NULL},
+    {"size", SymBuf_get_nbytes, NULL, "Size in bytes (the seed's name for nbytes).", NULL},
+    {"dtype", SymBuf_get_dtype, NULL, "numpy.dtype('uint8'): a raw byte buffer.", NULL},
     {"pe", SymBuf_get_pe, NULL, "Whose copy this object exposes.", NULL},
     {"owning", SymBuf_get_owning, NULL, "True for the buffer create_buffer() returned.", NULL},
     {"freed", SymBuf_get_freed, NULL, "True once freed (or after finalize).", NULL},
@@ -1144,6 +1184,7 @@ static PyTypeObject SymBufType = {
     .tp_repr = SymBuf_repr,
     .tp_as_mapping = &SymBuf_as_mapping,
     .tp_as_buffer = &SymBuf_as_buffer,
+    .tp_as_number = &SymBuf_as_number,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "SymmetricBuffer(nbytes, device=None, zero=False): a collective allocation on the "
               "symmetric heap.\n\nfree() is explicit, collective and idempotent; garbage "
