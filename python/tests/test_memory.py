@@ -164,3 +164,23 @@ def test_seed_buffer_attributes(me, npes):
     b.free()
     with pytest.raises(ushmem.Error):
         b.get_remote_ptr(me)
+
+
+def test_peer_ptr_table(me, npes):
+    torch = pytest.importorskip("torch")
+    import ushmem.interop.torch as ut
+    t = ut.create_tensor((16,), torch.int64)
+    assert getattr(t, "__symm_tensor__", False) is True
+    table = ut.get_peer_ptr_table(t)
+    assert table.dtype == torch.int64 and table.device == t.device and table.numel() == npes
+    assert table[me].item() == t.data_ptr()
+    assert table.tolist() == [b or 0 for b in ushmem.get_heap_bases(t.data_ptr())]
+    b = ushmem.create_buffer(32)
+    assert ushmem.get_peer_ptr_table(b).tolist() == ushmem.get_heap_bases(b)
+    with pytest.raises(ValueError, match="not a symmetric tensor"):
+        ut.get_peer_ptr_table(torch.zeros(4))
+    with pytest.raises(ValueError, match="not a symmetric tensor"):
+        ushmem.get_peer_ptr_table(bytearray(8))
+    ushmem.barrier_all()
+    b.free()
+    ut.free_tensor(t)

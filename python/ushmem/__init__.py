@@ -351,6 +351,35 @@ def buffer_of(addr):
     return _ushmem._owner_of(addr)
 
 
+def get_peer_ptr_table(buf):
+    """The address of every PE's copy of a symmetric object as mapped in this process
+    (0 where not mapped), as an int64 table on the object's device: a torch tensor when
+    torch is importable (the table kernels take, as rocshmem4py's), else a numpy array
+    (host only). buf: a SymmetricBuffer, a symmetric tensor or array, or an int address.
+    ValueError when buf is not symmetric."""
+    addr = buf if isinstance(buf, int) else getattr(buf, "data_ptr", None)
+    addr = addr() if callable(addr) else (addr if isinstance(addr, int) else None)
+    try:
+        bases = _ushmem.get_heap_bases(buf if addr is None else addr)
+    except Error as e:
+        if e.code == ERR_NOTSYM:
+            raise ValueError(f"get_peer_ptr_table: {buf!r:.80} is not a symmetric tensor or "
+                             "buffer (make it with create_buffer or interop.torch."
+                             "create_tensor)") from None
+        raise
+    table = [b or 0 for b in bases]
+    device = getattr(buf, "device", "cpu")
+    device = str(device) if device is not None else "cpu"
+    try:
+        import torch
+    except ImportError:
+        if device != "cpu":
+            raise
+        import numpy
+        return numpy.array(table, dtype=numpy.int64)
+    return torch.tensor(table, dtype=torch.int64, device=device)
+
+
 def live_allocations():
     """[(address, nbytes, kind)] of the symmetric allocations not yet freed on this PE."""
     return _ushmem._allocations()

@@ -21,6 +21,7 @@ import math
 import torch
 
 from .. import _error, _ushmem, _no_cuda, TEAM_WORLD
+from .. import get_peer_ptr_table as _peer_ptr_table
 
 
 def _shape(shape):
@@ -85,7 +86,17 @@ def create_tensor(shape, dtype=torch.float32, device=None, zero=False):
     except BaseException:
         buf.free()  # collective: every PE failed alike
         raise
-    return t.view(shape)
+    t = t.view(shape)
+    t.__symm_tensor__ = True  # the seed's marker of a tensor on the symmetric heap
+    return t
+
+
+def get_peer_ptr_table(t):
+    """int64 tensor on t's device: the address of every PE's copy of symmetric tensor t as
+    mapped in this process (0 where not mapped), the table kernels take. ValueError when t
+    is not a symmetric tensor."""
+    _require_tensor(t, "get_peer_ptr_table", "t")
+    return _peer_ptr_table(t)
 
 
 def _require_tensor(t, fn, what):
