@@ -94,56 +94,43 @@ int ushmemi_cuda_dev_check_env(const char *call)
     return 0;
 }
 
-/* The PEs of this host on GPU pci: how many, their SM shares, all under MPS. */
-static int gpu_group(const cuda_card_t *cards, int n, const int32_t pci[3], int *sum, int *all_mps,
-                     int *total)
+/* The PEs of this host on GPU pci: describes them in dev (how many, their SM
+ * shares, the GPU's SMs) and returns whether they may spin on it. */
+static int judge_gpu(const cuda_card_t *cards, int n, const int32_t pci[3])
 {
-    int pes = 0;
-    *sum = 0;
-    *total = 0;
-    *all_mps = 1;
+    int pes = 0, sum = 0, total = 0, all_mps = 1;
     for (int b = 0; b < n; b++) {
         if (cards[b].state != 1 || !ushmemi_g.is_local[b] || memcmp(cards[b].pci, pci, 12))
             continue;
         pes++;
-        *sum += cards[b].sm_ctx;
-        *all_mps &= cards[b].mps != 0;
-        if (cards[b].sm_total > *total)
-            *total = cards[b].sm_total;
+        sum += cards[b].sm_ctx;
+        all_mps &= cards[b].mps != 0;
+        if (cards[b].sm_total > total)
+            total = cards[b].sm_total;
     }
-    return pes;
+    memcpy(dev.pci, pci, sizeof dev.pci);
+    dev.gpu_pes = pes;
+    dev.sm_sum = sum;
+    dev.sm_total = total;
+    if (pes > 1 && !all_mps)
+        return SHMEMX_DEV_WAIT_SHARED_GPU;
+    if (pes > 1 && sum > total)
+        return SHMEMX_DEV_WAIT_MPS_SHARES;
+    return SHMEMX_DEV_WAIT_SAFE;
 }
 
 /* Device waits are judged per host, from the same cards on every PE: our
- * GPU's verdict, else the first other GPU that blocks them. */
+ * GPU's verdict, else the first other GPU that blocks them (dev then
+ * describes that GPU; when all are safe, ours). */
 static void judge_waits(const cuda_card_t *cards, int n)
 {
-    const cuda_card_t *mine = &cards[ushmemi_g.my_pe];
-    dev.reason = SHMEMX_DEV_WAIT_SAFE;
-    for (int i = -1; i < n && dev.reason == SHMEMX_DEV_WAIT_SAFE; i++) {
-        const cuda_card_t *c = i < 0 ? mine : &cards[i];
-        int sum, all_mps, total;
-        if (i >= 0 && (c->state != 1 || !ushmemi_g.is_local[i]))
-            continue;
-        int pes = gpu_group(cards, n, c->pci, &sum, &all_mps, &total);
-        if (i < 0 || pes > 1) {
-            memcpy(dev.pci, c->pci, sizeof dev.pci);
-            dev.gpu_pes = pes;
-            dev.sm_sum = sum;
-            dev.sm_total = total;
-        }
-        if (pes > 1 && !all_mps)
-            dev.reason = SHMEMX_DEV_WAIT_SHARED_GPU;
-        else if (pes > 1 && sum > total)
-            dev.reason = SHMEMX_DEV_WAIT_MPS_SHARES;
-    }
-    if (dev.reason == SHMEMX_DEV_WAIT_SAFE) { /* describe our own GPU */
-        int sum, all_mps, total;
-        memcpy(dev.pci, mine->pci, sizeof dev.pci);
-        dev.gpu_pes = gpu_group(cards, n, mine->pci, &sum, &all_mps, &total);
-        dev.sm_sum = sum;
-        dev.sm_total = total;
-    }
+    const int32_t *mine = cards[ushmemi_g.my_pe].pci;
+    dev.reason = judge_gpu(cards, n, mine);
+    for (int i = 0; i < n && dev.reason == SHMEMX_DEV_WAIT_SAFE; i++)
+        if (cards[i].state == 1 && ushmemi_g.is_local[i] && memcmp(cards[i].pci, mine, 12))
+            dev.reason = judge_gpu(cards, n, cards[i].pci);
+    if (dev.reason == SHMEMX_DEV_WAIT_SAFE)
+        judge_gpu(cards, n, mine);
 }
 
 static void write_why(void)
