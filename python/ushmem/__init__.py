@@ -357,10 +357,9 @@ def get_peer_ptr_table(buf):
     torch is importable (the table kernels take, as rocshmem4py's), else a numpy array
     (host only). buf: a SymmetricBuffer, a symmetric tensor or array, or an int address.
     ValueError when buf is not symmetric."""
-    addr = buf if isinstance(buf, int) else getattr(buf, "data_ptr", None)
-    addr = addr() if callable(addr) else (addr if isinstance(addr, int) else None)
+    arg = buf.data_ptr() if callable(getattr(buf, "data_ptr", None)) else buf  # tensors
     try:
-        bases = _ushmem.get_heap_bases(buf if addr is None else addr)
+        bases = _ushmem.get_heap_bases(arg)
     except Error as e:
         if e.code == ERR_NOTSYM:
             raise ValueError(f"get_peer_ptr_table: {buf!r:.80} is not a symmetric tensor or "
