@@ -37,6 +37,20 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
         ushmemi_team_sync(team, call); /* still a synchronizing call */
         return 0;
     }
+    ushmemi_push_t p;
+    if (ushmemi_push_begin(team, nbytes, &p)) {
+        /* The root writes into its cell of every member, they copy it out. */
+        if (v == 0) {
+            for (int k = 1; k < n; k++)
+                ushmemi_push_send(team, &p, (root + k) % n, root, src, nbytes, call);
+            if (root_dest && dest != src)
+                memmove(dest, src, nbytes);
+        } else {
+            memcpy(dest, ushmemi_push_recv(team, &p, root, call), nbytes);
+        }
+        ushmemi_push_end(team, &p, 0);
+        return 0;
+    }
     uint64_t epoch = ++team->coll_epoch;
     if (v == 0) {
         if (root_dest && dest != src)
@@ -87,6 +101,19 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(dest, ushmemi_coll_bytes((size_t)n, nbytes, call), "dest", call);
     ushmemi_coll_sym(src, nbytes, "source", call);
+    ushmemi_push_t p;
+    if (ushmemi_push_begin(team, nbytes, &p)) {
+        /* Member j's block arrives in cell j. */
+        for (int k = 1; k < n; k++)
+            ushmemi_push_send(team, &p, me + k >= n ? me + k - n : me + k, me, src, nbytes, call);
+        memmove((char *)dest + (size_t)me * nbytes, src, nbytes);
+        for (int k = 1; k < n; k++) {
+            int j = me + k >= n ? me + k - n : me + k;
+            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(team, &p, j, call), nbytes);
+        }
+        ushmemi_push_end(team, &p, 1);
+        return 0;
+    }
     ushmemi_team_sync(team, call);
     if (nbytes)
         for (int k = 0; k < n; k++) {
@@ -152,6 +179,24 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
     size_t total = ushmemi_coll_bytes((size_t)n, nbytes, call);
     ushmemi_coll_sym(dest, total, "dest", call);
     ushmemi_coll_sym(src, total, "source", call);
+    ushmemi_push_t p;
+    if (ushmemi_push_begin(team, nbytes, &p)) {
+        /* Block j of my source goes to cell `me` of member j; all are sent
+         * before dest is written, so dest may be source. */
+        for (int k = 1; k < n; k++) {
+            int j = me + k >= n ? me + k - n : me + k;
+            ushmemi_push_send(team, &p, j, me, (const char *)src + (size_t)j * nbytes, nbytes,
+                              call);
+        }
+        memmove((char *)dest + (size_t)me * nbytes, (const char *)src + (size_t)me * nbytes,
+                nbytes);
+        for (int k = 1; k < n; k++) {
+            int j = me + k >= n ? me + k - n : me + k;
+            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(team, &p, j, call), nbytes);
+        }
+        ushmemi_push_end(team, &p, 1);
+        return 0;
+    }
     ushmemi_team_sync(team, call);
     if (nbytes)
         for (int k = 0; k < n; k++) {

@@ -8,6 +8,7 @@
 #ifndef USHMEM_COLL_H
 #define USHMEM_COLL_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core/prims.h"
@@ -81,6 +82,30 @@ static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int
     ushmemi_coll_get(&v, sym, team, i, sizeof v, call);
     return v;
 }
+
+/* Small collectives with one synchronization (push.c): each member writes
+ * its contribution into cells of the readers' slots. */
+#define USHMEMI_PUSH_MAX_PES 16 /* larger teams: the tree and transport paths */
+typedef struct {
+    uint64_t seq;  /* this collective's sequence number on the team */
+    size_t stride; /* bytes between cells */
+    size_t off;    /* offset of this collective's area in a slot */
+} ushmemi_push_t;
+
+/* 1 and *p set up when a collective sending nbytes per cell takes the push
+ * path on team (the same answer on every member); else 0 and nothing changes.
+ * Cell i of a reader is written by member i only. */
+int ushmemi_push_begin(shmem_team_t team, size_t nbytes, ushmemi_push_t *p);
+/* Write nbytes of data into cell `cell` of member `to` and flag it (waits
+ * first if `to` may still be reading that area for an older collective). */
+void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int cell,
+                       const void *data, size_t nbytes, const char *call);
+/* Wait for this PE's cell `cell` and return its data (valid until push_end). */
+const void *ushmemi_push_recv(shmem_team_t team, const ushmemi_push_t *p, int cell,
+                              const char *call);
+/* This PE is done reading its cells; heard_all: it received from every
+ * other member in this collective. */
+void ushmemi_push_end(shmem_team_t team, const ushmemi_push_t *p, int heard_all);
 
 /* Byte size of n elements of esize, or fatal on overflow. */
 static inline size_t ushmemi_coll_bytes(size_t n, size_t esize, const char *call)

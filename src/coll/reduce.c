@@ -193,13 +193,30 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
      * synchronizing, nobody hangs. */
     comb_fn fn = pick(dtype, op, call);
     size_t esize = USHMEMI_DT_SIZE(dtype);
-    if (!fn || !check_bufs(dest, src, ushmemi_coll_bytes(nelems, esize, call), call))
+    size_t nbytes = ushmemi_coll_bytes(nelems, esize, call);
+    if (!fn || !check_bufs(dest, src, nbytes, call))
         return USHMEM_EINVAL;
+    _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
+    int n = team->size;
+    ushmemi_push_t p;
+    _Static_assert(USHMEMI_PUSH_AREA <= BLOCK_BYTES, "a push cell fits acc");
+    if (ushmemi_push_begin(team, nbytes, &p)) {
+        /* Every member sends its whole vector to all and combines them all
+         * itself, in team order like the chunk owners below: bit-identical
+         * results everywhere. */
+        int me = team->my_pe;
+        for (int k = 1; k < n; k++)
+            ushmemi_push_send(team, &p, me + k >= n ? me + k - n : me + k, me, src, nbytes, call);
+        memcpy(acc, me == 0 ? src : ushmemi_push_recv(team, &p, 0, call), nbytes);
+        for (int k = 1; k < n; k++)
+            fn(acc, k == me ? src : ushmemi_push_recv(team, &p, k, call), nelems, op);
+        ushmemi_push_end(team, &p, 1);
+        memcpy(dest, acc, nbytes);
+        return 0;
+    }
     ushmemi_team_sync(team, call);
 
-    _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     size_t per = BLOCK_BYTES / esize, lo, cnt = my_chunk(nelems, team, &lo);
-    int n = team->size;
     for (size_t done = 0; done < cnt; done += per) {
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;
@@ -224,13 +241,30 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
         return USHMEM_EINVAL;
     comb_fn fn = pick(dtype, USHMEMI_OP_SUM, call);
     size_t esize = USHMEMI_DT_SIZE(dtype);
-    if (!fn || !check_bufs(dest, src, ushmemi_coll_bytes(nelems, esize, call), call))
+    size_t nbytes = ushmemi_coll_bytes(nelems, esize, call);
+    if (!fn || !check_bufs(dest, src, nbytes, call))
         return USHMEM_EINVAL;
+    _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
+    int n = team->size;
+    ushmemi_push_t p;
+    if (ushmemi_push_begin(team, nbytes, &p)) {
+        /* Member k needs the vectors of members 0..k-1 (and its own), summed
+         * from zero in team order as below. */
+        int me = team->my_pe;
+        for (int j = me + 1; j < n; j++)
+            ushmemi_push_send(team, &p, j, me, src, nbytes, call);
+        memset(acc, 0, nbytes);
+        for (int k = 0; k < me; k++)
+            fn(acc, ushmemi_push_recv(team, &p, k, call), nelems, USHMEMI_OP_SUM);
+        if (!exclusive)
+            fn(acc, src, nelems, USHMEMI_OP_SUM);
+        ushmemi_push_end(team, &p, 0);
+        memcpy(dest, acc, nbytes);
+        return 0;
+    }
     ushmemi_team_sync(team, call);
 
-    _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     size_t per = BLOCK_BYTES / esize, lo, cnt = my_chunk(nelems, team, &lo);
-    int n = team->size;
     for (size_t done = 0; done < cnt; done += per) {
         size_t b = cnt - done < per ? cnt - done : per;
         size_t off = (lo + done) * esize, bytes = b * esize;

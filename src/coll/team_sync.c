@@ -28,6 +28,9 @@ void ushmemi_team_sync(shmem_team_t team, const char *call)
         while (atomic_load_explicit(&mine->sync_flag[r], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
     }
+    /* Every member got here, so each one has finished reading the cells of
+     * every small collective before (src/coll/push.c). */
+    team->push_safe = team->push_seq;
 }
 
 USHMEMI_API int shmem_team_sync(shmem_team_t team)

@@ -28,6 +28,7 @@
 #define USHMEMI_TEAM_SLOT_ASET_FIRST  192 /* [192, 256): active sets */
 #define USHMEMI_TEAM_MAP_WORDS        (USHMEMI_TEAM_SLOTS / 64)
 #define USHMEMI_TEAM_SLOT_WORDS       8
+#define USHMEMI_PUSH_AREA             1664 /* bytes per parity: the slots fill the region */
 
 /* Per-team, per-PE synchronization state. Flags hold epochs that only grow
  * while the team lives, so they never need resetting between operations. */
@@ -39,6 +40,11 @@ typedef struct {
     /* values this PE publishes for the others to read during one operation
      * (collect block size, slot bitmap during a split) */
     _Alignas(USHMEMI_CACHELINE) uint64_t word[USHMEMI_TEAM_SLOT_WORDS];
+    /* small collectives (src/coll/push.c): the last sequence number whose
+     * cells this PE has finished reading */
+    _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t push_done;
+    /* their cells: one area per sequence parity, written by the members */
+    _Alignas(USHMEMI_CACHELINE) unsigned char push_area[2][USHMEMI_PUSH_AREA];
 } ushmemi_team_slot_t;
 
 #define USHMEMI_ASET_MAX (USHMEMI_TEAM_SLOTS - USHMEMI_TEAM_SLOT_ASET_FIRST)
@@ -59,6 +65,9 @@ struct ushmem_team {
     int predefined;          /* world, shared, active set: never destroyed */
     uint64_t sync_epoch;     /* team syncs completed */
     uint64_t coll_epoch;     /* broadcasts started */
+    uint64_t push_seq;       /* small collectives started (src/coll/push.c) */
+    uint64_t push_safe;      /* every member has finished reading up to this one */
+    int push_mapped;         /* 0 not known yet, 1 every member mapped, -1 not */
     shmem_team_config_t config;
     long config_mask;
     struct ushmem_ctx *ctxs; /* contexts created on this team */
