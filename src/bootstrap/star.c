@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -41,19 +42,27 @@
 
 #include "bootstrap/star.h"
 #include "core/core.h"
+#include "core/mac.h"
 #include "core/state.h"
 
 #define BS_MAGIC   0x55534842u /* "USHB" */
-#define BS_VERSION 1u
-enum { MSG_HELLO = 1, MSG_STATUS = 2, MSG_DATA = 3, MSG_ABORT = 4 };
+#define BS_VERSION 2u
+enum { MSG_HELLO = 1, MSG_STATUS = 2, MSG_DATA = 3, MSG_ABORT = 4, MSG_CHALLENGE = 5 };
 enum { OP_ALLGATHER = 1, OP_BCAST = 2, OP_BARRIER = 3, OP_HOSTS = 4 };
-#define HDR_BYTES     16
-#define HELLO_BYTES   (16 + USHMEMI_BS_SECRET_BYTES)
-#define STATUS_MAX    256
-#define ABORT_MSG_MAX 200
-/* A connection that says nothing this long is not one of ours; it must not
- * hold up the PEs behind it for the whole join timeout. */
-#define HANDSHAKE_MS 5000
+#define HDR_BYTES       16
+#define NONCE_BYTES     16
+#define CHALLENGE_BYTES (8 + NONCE_BYTES)
+#define HELLO_BYTES     (16 + NONCE_BYTES + USHMEMI_MAC_BYTES)
+#define STATUS_MAX      256
+#define ABORT_MSG_MAX   200
+/* A connection that says nothing this long after the challenge is not one of
+ * ours (a PE answers at once); it is dropped. Connections are read together,
+ * so a silent one holds up nobody meanwhile. */
+#define HANDSHAKE_MS 2000
+/* Connections waiting for their hello, per source (IP; pid on unix sockets)
+ * and in all: past these the oldest silent one is dropped for the newcomer. */
+#define PENDING_PER_SOURCE 16
+#define PENDING_MAX        256
 /* Non-root PEs wait this much longer than root for the end of init, so root's
  * message (which PE never joined) comes first and theirs just point to it. */
 #define JOIN_GRACE_MS 5000
@@ -955,49 +964,71 @@ static void peer_name(int fd, const struct sockaddr_storage *sa, char *buf, size
         snprintf(buf, size, "a local process");
 }
 
-static int secret_equal(const uint8_t *a, const uint8_t *b)
+/* ---- joining: challenge, hello, status ----
+ *
+ * Root sends CHALLENGE{magic, version, nonce_r} on accept. The PE answers
+ * HELLO{magic, version, rank, nranks, nonce_p, mac} with mac = MAC(secret,
+ * "hello", nonce_r, nonce_p, rank, nranks); root answers STATUS{0, mac'} with
+ * mac' = MAC(secret, "root", nonce_r, nonce_p, rank), or STATUS{1, reason}.
+ * The secret never travels, a hello is good for one challenge only (no
+ * replay), and a PE knows it reached its own root, not whoever holds the port. */
+static void join_mac(uint8_t out[USHMEMI_MAC_BYTES], const uint8_t *secret, const char *role,
+                     const uint8_t *nonce_r, const uint8_t *nonce_p, uint32_t rank, uint32_t nranks)
 {
-    uint8_t diff = 0;
-    for (int i = 0; i < USHMEMI_BS_SECRET_BYTES; i++)
-        diff |= a[i] ^ b[i];
-    return diff == 0;
+    unsigned char m[8 + 2 * NONCE_BYTES + 8];
+    memset(m, 0, sizeof m);
+    memcpy(m, role, strnlen(role, 8));
+    memcpy(m + 8, nonce_r, NONCE_BYTES);
+    memcpy(m + 8 + NONCE_BYTES, nonce_p, NONCE_BYTES);
+    put32(m + 8 + 2 * NONCE_BYTES, rank);
+    put32(m + 12 + 2 * NONCE_BYTES, nranks);
+    ushmemi_mac(out, secret, m, sizeof m);
 }
 
-/* Root: read the hello on a fresh connection and admit or refuse it. Returns
- * the PE's rank, or -1 after closing the connection. */
-static int root_admit(int fd, const char *from, const uint8_t *secret, int64_t dl)
+static int fill_random(void *buf, size_t len)
 {
-    int64_t hdl = deadline_in(HANDSHAKE_MS);
-    if (hdl > dl)
-        hdl = dl;
-    unsigned char h[HELLO_BYTES];
+    return getrandom(buf, len, 0) == (ssize_t)len ? 0 : USHMEM_ESYS;
+}
+
+/* A connection root accepted that has not said who it is yet. */
+typedef struct {
+    int fd;
+    int64_t dl, since;
+    size_t got; /* bytes of hdr + hello read so far */
+    unsigned char in[HDR_BYTES + HELLO_BYTES];
+    uint8_t nonce[NONCE_BYTES];
+    char from[96];
+    char src[96]; /* what the per-source cap counts: IP, or pid */
+} pending_t;
+
+static void pending_drop(pending_t *p, int *np, int i, const char *why)
+{
+    if (why)
+        BS_ERR("refused a connection from %s: %s", p[i].from, why);
+    close(p[i].fd);
+    p[i] = p[--*np];
+}
+
+/* Root: a whole hello arrived on p; admit (rank) or refuse (-1, logged). */
+static int root_judge(const pending_t *p, const uint8_t *secret)
+{
     char reason[STATUS_MAX];
-    uint32_t type, tag;
-    uint64_t len;
+    const unsigned char *h = p->in + HDR_BYTES;
+    uint32_t type = get32(p->in), len = (uint32_t)get64(p->in + 8);
     int rank = -1;
-    int rc = frame_recv_hdr(fd, &type, &tag, &len, hdl);
-    if (rc == 0 && (type != MSG_HELLO || len != HELLO_BYTES))
-        rc = USHMEM_EBOOTSTRAP;
-    if (rc == 0)
-        rc = io_read(fd, h, sizeof h, hdl);
-    if (rc == USHMEM_ETIMEOUT) {
-        BS_ERR("refused a connection from %s: it sent no hello within %d s", from,
-               HANDSHAKE_MS / 1000);
-        goto refuse_silently;
-    }
-    if (rc == IO_EOF)
-        goto refuse_silently; /* a port probe, or a PE that gave up */
-    if (rc || get32(h) != BS_MAGIC) {
-        BS_ERR("refused a connection from %s: not a ushmem bootstrap hello", from);
-        goto refuse_silently;
+    if (type != MSG_HELLO || len != HELLO_BYTES || get32(h) != BS_MAGIC) {
+        BS_ERR("refused a connection from %s: not a ushmem bootstrap hello", p->from);
+        return -1;
     }
     uint32_t version = get32(h + 4);
     int r = (int)get32(h + 8), n = (int)get32(h + 12);
+    uint8_t want[USHMEMI_MAC_BYTES];
+    join_mac(want, secret, "hello", p->nonce, h + 16, (uint32_t)r, (uint32_t)n);
     if (version != BS_VERSION)
         snprintf(reason, sizeof reason,
                  "protocol version %u, root speaks %u (mixed ushmem installations?)",
                  (unsigned)version, BS_VERSION);
-    else if (!secret_equal(h + 16, secret))
+    else if (!ushmemi_mac_equal(want, h + 16 + NONCE_BYTES, sizeof want))
         snprintf(reason, sizeof reason, "wrong secret");
     else if (n != st.nranks)
         snprintf(reason, sizeof reason,
@@ -1015,67 +1046,183 @@ static int root_admit(int fd, const char *from, const uint8_t *secret, int64_t d
     if (rank < 0) {
         rlen += strlen(reason);
         memcpy(reply + 1, reason, rlen - 1);
+    } else {
+        join_mac(reply + 1, secret, "root", p->nonce, h + 16, (uint32_t)r, 0);
+        rlen += USHMEMI_MAC_BYTES;
     }
-    rc = frame_send(fd, MSG_STATUS, 0, reply, rlen, hdl);
+    /* A few dozen bytes into an empty socket buffer: never waits. */
+    int rc = frame_send(p->fd, MSG_STATUS, 0, reply, rlen, deadline_in(1000));
     if (rank < 0) {
-        BS_ERR("refused a connection from %s: %s", from, reason);
-        goto refuse_silently;
+        BS_ERR("refused a connection from %s: %s", p->from, reason);
+        return -1;
     }
-    if (rc)
-        goto refuse_silently; /* it left; it will fail on its side */
-    return rank;
-
-refuse_silently:
-    close(fd);
-    return -1;
+    return rc ? -1 : rank; /* it left: it will fail, or retry, on its side */
 }
 
+/* Root: a new connection. Refuse another user's at once (unix sockets say
+ * who connects); send the challenge; make room under the caps by dropping
+ * the oldest silent connection (a PE that loses its place connects again). */
+static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *p, int *np)
+{
+    pending_t c = {.fd = fd, .since = now_ms()};
+    c.dl = c.since + HANDSHAKE_MS;
+    tune_socket(fd, sa->ss_family);
+    peer_name(fd, sa, c.from, sizeof c.from);
+    if (sa->ss_family == AF_UNIX) {
+        struct ucred cr = {0, (uid_t)-1, (gid_t)-1};
+        socklen_t l = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 || cr.uid != geteuid()) {
+            BS_ERR("refused a connection from %s: another user", c.from);
+            close(fd);
+            return;
+        }
+        snprintf(c.src, sizeof c.src, "pid %d", (int)cr.pid);
+    } else {
+        snprintf(c.src, sizeof c.src, "%s", c.from);
+        char *colon = strrchr(c.src, ':'); /* the IP without the port */
+        if (colon)
+            *colon = '\0';
+    }
+    unsigned char ch[CHALLENGE_BYTES];
+    put32(ch, BS_MAGIC);
+    put32(ch + 4, BS_VERSION);
+    if (fill_random(c.nonce, sizeof c.nonce)) {
+        close(fd);
+        return;
+    }
+    memcpy(ch + 8, c.nonce, NONCE_BYTES);
+    if (frame_send(fd, MSG_CHALLENGE, 0, ch, sizeof ch, deadline_in(1000))) {
+        close(fd);
+        return;
+    }
+    int same = 0, oldest_same = -1, oldest = -1;
+    for (int i = 0; i < *np; i++) {
+        if (oldest < 0 || p[i].since < p[oldest].since)
+            oldest = i;
+        if (strcmp(p[i].src, c.src))
+            continue;
+        same++;
+        if (oldest_same < 0 || p[i].since < p[oldest_same].since)
+            oldest_same = i;
+    }
+    if (same >= PENDING_PER_SOURCE)
+        pending_drop(p, np, oldest_same, "too many connections from there say nothing");
+    else if (*np >= PENDING_MAX)
+        pending_drop(p, np, oldest, "too many connections say nothing");
+    p[(*np)++] = c;
+}
+
+static void report_missing(int missing)
+{
+    unsigned char *set = calloc((size_t)st.nranks, 1);
+    char list[96] = "?";
+    int cnt = missing;
+    if (set) {
+        for (int k = 1; k < st.nranks; k++)
+            set[k] = st.fd[k] < 0;
+        format_ranks(list, sizeof list, set, st.nranks, &cnt);
+        free(set);
+    }
+    BS_ERR("PE%s %s never joined (%ld s)", cnt > 1 ? "s" : "", list, timeout_s());
+}
+
+/* Root: admit nranks - 1 PEs. Every connection is read as its bytes come
+ * (one poll over all), each gets HANDSHAKE_MS for its hello, and what is not
+ * a PE of this job is refused with one line: a silent or slow stranger costs
+ * the job nothing. */
 static int root_join(const uint8_t *secret, int64_t dl)
 {
-    int missing = st.nranks - 1;
+    int missing = st.nranks - 1, np = 0, rc = 0;
+    pending_t *p = malloc(PENDING_MAX * sizeof *p);
+    struct pollfd *pfd = malloc((PENDING_MAX + 1) * sizeof *pfd);
+    if (!p || !pfd) {
+        free(p);
+        free(pfd);
+        BS_ERR("out of memory");
+        return USHMEM_ENOMEM;
+    }
     while (missing > 0) {
-        struct pollfd p = {st.listen_fd, POLLIN, 0};
-        int r = poll(&p, 1, ms_left(dl));
+        int64_t wake = dl, t = now_ms();
+        for (int i = 0; i < np;) {
+            if (p[i].dl <= t) {
+                pending_drop(p, &np, i, "it sent no hello within 2 s");
+                continue;
+            }
+            if (p[i].dl < wake)
+                wake = p[i].dl;
+            i++;
+        }
+        if (ms_left(dl) == 0) {
+            report_missing(missing);
+            rc = USHMEM_ETIMEOUT;
+            break;
+        }
+        pfd[0] = (struct pollfd){st.listen_fd, POLLIN, 0};
+        for (int i = 0; i < np; i++)
+            pfd[i + 1] = (struct pollfd){p[i].fd, POLLIN, 0};
+        int r = poll(pfd, (nfds_t)np + 1, ms_left(wake));
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
             BS_ERR("poll: %s", strerror(errno));
-            return USHMEM_ESYS;
+            rc = USHMEM_ESYS;
+            break;
         }
-        if (r == 0) {
-            unsigned char *set = calloc((size_t)st.nranks, 1);
-            char list[96] = "?";
-            int cnt = missing;
-            if (set) {
-                for (int k = 1; k < st.nranks; k++)
-                    set[k] = st.fd[k] < 0;
-                format_ranks(list, sizeof list, set, st.nranks, &cnt);
-                free(set);
+        /* Pending connections first (from the end: a drop moves the last one in). */
+        for (int i = np - 1; i >= 0 && r > 0; i--) {
+            if (!pfd[i + 1].revents)
+                continue;
+            ssize_t n = recv(p[i].fd, p[i].in + p[i].got, sizeof p[i].in - p[i].got, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                continue;
+            if (n <= 0) {
+                pending_drop(p, &np, i, NULL); /* a port probe, or a PE that gave up */
+                continue;
             }
-            BS_ERR("PE%s %s never joined (%ld s)", cnt > 1 ? "s" : "", list, timeout_s());
-            return USHMEM_ETIMEOUT;
+            p[i].got += (size_t)n;
+            if (p[i].got >= HDR_BYTES &&
+                (get32(p[i].in) != MSG_HELLO || get64(p[i].in + 8) != HELLO_BYTES)) {
+                pending_drop(p, &np, i, "not a ushmem bootstrap hello");
+                continue;
+            }
+            if (p[i].got < sizeof p[i].in)
+                continue;
+            int k = root_judge(&p[i], secret);
+            if (k > 0) {
+                st.fd[k] = p[i].fd;
+                p[i] = p[--np];
+                missing--;
+            } else {
+                pending_drop(p, &np, i, NULL);
+            }
         }
-        struct sockaddr_storage sa;
-        socklen_t salen = sizeof sa;
-        int fd =
-            accept4(st.listen_fd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
+        if (!(pfd[0].revents & POLLIN))
+            continue;
+        for (int burst = 0; burst < 64; burst++) {
+            struct sockaddr_storage sa;
+            socklen_t salen = sizeof sa;
+            int fd =
+                accept4(st.listen_fd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd >= 0) {
+                root_accepted(fd, &sa, p, &np);
+                continue;
+            }
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
                 errno == ECONNABORTED || errno == EPROTO)
-                continue;
+                break;
             BS_ERR("accept: %s", strerror(errno));
-            return USHMEM_ESYS;
+            rc = USHMEM_ESYS;
+            break;
         }
-        char from[96];
-        tune_socket(fd, sa.ss_family);
-        peer_name(fd, &sa, from, sizeof from);
-        int k = root_admit(fd, from, secret, dl);
-        if (k > 0) {
-            st.fd[k] = fd;
-            missing--;
-        }
+        if (rc)
+            break;
     }
-    return 0;
+    /* Everyone is in: whoever else still talks to us is not of this job. */
+    while (np > 0)
+        pending_drop(p, &np, np - 1, missing ? NULL : "the job is complete");
+    free(p);
+    free(pfd);
+    return rc;
 }
 
 static int retryable(int err)
@@ -1084,6 +1231,20 @@ static int retryable(int err)
     return err == ECONNREFUSED || err == ENOENT || err == EAGAIN || err == ETIMEDOUT ||
            err == EINTR || err == ECONNRESET || err == EHOSTUNREACH || err == ENETUNREACH ||
            err == ECONNABORTED;
+}
+
+/* A unix socket's listener must be this user's: the kernel says whose it is. */
+static int check_unix_root(int fd, const ushmemi_bs_addr_t *a)
+{
+    if (a->sa.ss_family != AF_UNIX)
+        return 0;
+    struct ucred cr = {0, (uid_t)-1, (gid_t)-1};
+    socklen_t l = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 && cr.uid == geteuid())
+        return 0;
+    BS_ERR("%s is held by pid %d of uid %d, not by this user's root: not joining", a->desc,
+           (int)cr.pid, (int)cr.uid);
+    return USHMEM_EDENIED;
 }
 
 static int connect_root(const ushmemi_bs_addr_t *a, int64_t dl, int *out)
@@ -1107,6 +1268,11 @@ static int connect_root(const ushmemi_bs_addr_t *a, int64_t dl, int *out)
                 err = r == 0 ? ETIMEDOUT : errno;
         }
         if (rc == 0) {
+            rc = check_unix_root(fd, a);
+            if (rc) {
+                close(fd);
+                return rc;
+            }
             tune_socket(fd, a->sa.ss_family);
             *out = fd;
             return 0;
@@ -1130,17 +1296,47 @@ static int connect_root(const ushmemi_bs_addr_t *a, int64_t dl, int *out)
     }
 }
 
+/* 0, IO_EOF (root dropped us before answering: connect again), or an error
+ * after one line. */
 static int handshake(int fd, const ushmemi_bs_config_t *cfg, int64_t dl)
 {
-    unsigned char h[HELLO_BYTES], reply[STATUS_MAX + 1];
-    put32(h, BS_MAGIC);
-    put32(h + 4, BS_VERSION);
-    put32(h + 8, (uint32_t)cfg->rank);
-    put32(h + 12, (uint32_t)cfg->nranks);
-    memcpy(h + 16, cfg->secret, USHMEMI_BS_SECRET_BYTES);
+    unsigned char ch[CHALLENGE_BYTES], h[HELLO_BYTES], reply[STATUS_MAX + 1];
+    uint8_t nonce[NONCE_BYTES], want[USHMEMI_MAC_BYTES];
     uint32_t type = 0, tag;
     uint64_t len = 0;
-    int rc = frame_send(fd, MSG_HELLO, 0, h, sizeof h, dl);
+    int rc = frame_recv_hdr(fd, &type, &tag, &len, dl);
+    if (rc == 0 && (type != MSG_CHALLENGE || len != CHALLENGE_BYTES))
+        rc = USHMEM_EBOOTSTRAP;
+    if (rc == 0)
+        rc = io_read(fd, ch, sizeof ch, dl);
+    if (rc == 0 && get32(ch) != BS_MAGIC)
+        rc = USHMEM_EBOOTSTRAP;
+    if (rc == IO_EOF)
+        return rc;
+    if (rc == 0 && get32(ch + 4) != BS_VERSION) {
+        BS_ERR("root at %s speaks bootstrap protocol %u, this PE %u (mixed ushmem "
+               "installations?)",
+               cfg->addr.desc, (unsigned)get32(ch + 4), BS_VERSION);
+        return USHMEM_EBOOTSTRAP;
+    }
+    if (rc == USHMEM_EBOOTSTRAP) {
+        BS_ERR("%s answered, but not as a ushmem bootstrap root (another program on that "
+               "port?)",
+               cfg->addr.desc);
+        return rc;
+    }
+    if (rc == 0)
+        rc = fill_random(nonce, sizeof nonce);
+    if (rc == 0) {
+        put32(h, BS_MAGIC);
+        put32(h + 4, BS_VERSION);
+        put32(h + 8, (uint32_t)cfg->rank);
+        put32(h + 12, (uint32_t)cfg->nranks);
+        memcpy(h + 16, nonce, NONCE_BYTES);
+        join_mac(h + 16 + NONCE_BYTES, cfg->secret, "hello", ch + 8, nonce, (uint32_t)cfg->rank,
+                 (uint32_t)cfg->nranks);
+        rc = frame_send(fd, MSG_HELLO, 0, h, sizeof h, dl);
+    }
     if (rc == 0)
         rc = frame_recv_hdr(fd, &type, &tag, &len, dl);
     if (rc == 0 && (type != MSG_STATUS || len < 1 || len > STATUS_MAX)) {
@@ -1151,10 +1347,8 @@ static int handshake(int fd, const ushmemi_bs_config_t *cfg, int64_t dl)
     }
     if (rc == 0)
         rc = io_read(fd, reply, (size_t)len, dl);
-    if (rc == IO_EOF) {
-        BS_ERR("root at %s closed the connection during the handshake", cfg->addr.desc);
-        return USHMEM_EBOOTSTRAP;
-    }
+    if (rc == IO_EOF)
+        return rc;
     if (rc == USHMEM_ETIMEOUT) {
         BS_ERR("no answer from %s within %ld s (is a ushmem job listening there?)", cfg->addr.desc,
                timeout_s());
@@ -1169,7 +1363,33 @@ static int handshake(int fd, const ushmemi_bs_config_t *cfg, int64_t dl)
         BS_ERR("root refused this PE: %s", (const char *)reply + 1);
         return USHMEM_EDENIED;
     }
+    join_mac(want, cfg->secret, "root", ch + 8, nonce, (uint32_t)cfg->rank, 0);
+    if (len != 1 + USHMEMI_MAC_BYTES || !ushmemi_mac_equal(want, reply + 1, sizeof want)) {
+        BS_ERR("%s admitted this PE without proving it knows the job secret: not joining",
+               cfg->addr.desc);
+        return USHMEM_EDENIED;
+    }
     return 0;
+}
+
+/* Connect and be admitted. Root drops a connection that waits too long (or
+ * makes room for newer ones); that is no refusal: connect again. */
+static int join_root(const ushmemi_bs_config_t *cfg, int64_t dl)
+{
+    for (;;) {
+        int rc = connect_root(&cfg->addr, dl, &st.fd[0]);
+        if (rc == 0)
+            rc = handshake(st.fd[0], cfg, dl);
+        if (rc != IO_EOF)
+            return rc;
+        close(st.fd[0]);
+        st.fd[0] = -1;
+        if (ms_left(dl) == 0) {
+            BS_ERR("root at %s closed the connection during the handshake", cfg->addr.desc);
+            return USHMEM_EBOOTSTRAP;
+        }
+        poll(NULL, 0, 20);
+    }
 }
 
 /* Which PEs share this host: hostname plus kernel boot id (containers with
@@ -1265,9 +1485,7 @@ int ushmemi_bootstrap_star_init(ushmemi_bootstrap_t *bs, const ushmemi_bs_config
             st.unlink_path[0] = '\0';
         }
     } else if (st.nranks > 1) {
-        rc = connect_root(&cfg->addr, dl, &st.fd[0]);
-        if (rc == 0)
-            rc = handshake(st.fd[0], cfg, dl);
+        rc = join_root(cfg, dl);
         dl = deadline_in(st.timeout_ms > 0 ? st.timeout_ms + JOIN_GRACE_MS : 0);
     }
     if (rc == 0)
