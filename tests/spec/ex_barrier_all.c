@@ -1,0 +1,16 @@
+/* Spec example: shmem_barrier_all. Each PE puts 4 into x on the next PE; checked: x is 4
+ * everywhere after the barrier. */
+#include "spec_check.h"
+
+int main(void)
+{
+    static int x = 1010;
+    shmem_init();
+    int me = shmem_my_pe();
+    int npes = shmem_n_pes();
+    shmem_p(&x, 4, (me + 1) % npes);
+    shmem_barrier_all();
+    SPEC_CHECK(x == 4, "x = %d", x);
+    shmem_finalize();
+    return 0;
+}
