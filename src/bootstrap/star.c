@@ -993,8 +993,9 @@ static int fill_random(void *buf, size_t len)
 /* A connection root accepted that has not said who it is yet. */
 typedef struct {
     int fd;
-    int64_t dl, since;
-    size_t got; /* bytes of hdr + hello read so far */
+    int64_t dl;
+    uint64_t seq; /* accept order: the lowest is the oldest */
+    size_t got;   /* bytes of hdr + hello read so far */
     unsigned char in[HDR_BYTES + HELLO_BYTES];
     uint8_t nonce[NONCE_BYTES];
     char from[96];
@@ -1064,8 +1065,8 @@ static int root_judge(const pending_t *p, const uint8_t *secret)
  * the oldest silent connection (a PE that loses its place connects again). */
 static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *p, int *np)
 {
-    pending_t c = {.fd = fd, .since = now_ms()};
-    c.dl = c.since + HANDSHAKE_MS;
+    static uint64_t accepted;
+    pending_t c = {.fd = fd, .dl = now_ms() + HANDSHAKE_MS, .seq = ++accepted};
     tune_socket(fd, sa->ss_family);
     peer_name(fd, sa, c.from, sizeof c.from);
     if (sa->ss_family == AF_UNIX) {
@@ -1097,12 +1098,12 @@ static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *
     }
     int same = 0, oldest_same = -1, oldest = -1;
     for (int i = 0; i < *np; i++) {
-        if (oldest < 0 || p[i].since < p[oldest].since)
+        if (oldest < 0 || p[i].seq < p[oldest].seq)
             oldest = i;
         if (strcmp(p[i].src, c.src))
             continue;
         same++;
-        if (oldest_same < 0 || p[i].since < p[oldest_same].since)
+        if (oldest_same < 0 || p[i].seq < p[oldest_same].seq)
             oldest_same = i;
     }
     if (same >= PENDING_PER_SOURCE)

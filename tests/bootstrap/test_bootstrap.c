@@ -28,6 +28,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/star.h"
+#include "core/mac.h"
 #include "core/state.h"
 
 /* error.c reads the core's global state, which lives in a core file this
@@ -687,6 +688,205 @@ static void test_wrong_secret(void)
     report("wrong secret: refused with EDENIED, the job still completes", why, k, 3);
 }
 
+/* ---- strangers at the root's door ----
+ * The parent plays a stranger: it knows where root listens (as anyone on the
+ * host can) but not the secret, and tries everything at once while the real
+ * PEs join. The job must finish as fast as without it, and root must log a
+ * refusal for each connection that said something. */
+
+/* The join MAC as star.c computes it (the wire protocol, version 2). */
+static void stranger_mac(uint8_t out[16], const uint8_t *secret, const char *role,
+                         const uint8_t *nonce_r, const uint8_t *nonce_p, uint32_t rank,
+                         uint32_t nranks)
+{
+    unsigned char m[8 + 32 + 8];
+    memset(m, 0, sizeof m);
+    memcpy(m, role, strlen(role));
+    memcpy(m + 8, nonce_r, 16);
+    memcpy(m + 24, nonce_p, 16);
+    for (int i = 0; i < 4; i++) {
+        m[40 + i] = (unsigned char)(rank >> (24 - 8 * i));
+        m[44 + i] = (unsigned char)(nranks >> (24 - 8 * i));
+    }
+    ushmemi_mac(out, secret, m, sizeof m);
+}
+
+static void be32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (24 - 8 * i));
+}
+
+/* Connect to addr (retrying while root is not up yet, at most 10 s). */
+static int stranger_connect(const ushmemi_bs_addr_t *a)
+{
+    for (int i = 0; i < 2000; i++) {
+        int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (const struct sockaddr *)&a->sa, a->len) == 0)
+            return fd;
+        if (fd >= 0)
+            close(fd);
+        usleep(5000);
+    }
+    return -1;
+}
+
+/* Read root's challenge nonce: 0 on success. */
+static int stranger_challenge(int fd, uint8_t nonce[16])
+{
+    unsigned char b[16 + 24];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = recv(fd, b + got, sizeof b - got, 0);
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    memcpy(nonce, b + 16 + 8, 16);
+    return 0;
+}
+
+static void stranger_hello(int fd, uint32_t rank, uint32_t nranks, const uint8_t *nonce_p,
+                           const uint8_t *mac)
+{
+    unsigned char b[16 + 48] = {0};
+    be32(b, 1);       /* MSG_HELLO */
+    be32(b + 12, 48); /* length (low half of the u64) */
+    be32(b + 16, 0x55534842u);
+    be32(b + 20, 2);
+    be32(b + 24, rank);
+    be32(b + 28, nranks);
+    memcpy(b + 32, nonce_p, 16);
+    memcpy(b + 48, mac, 16);
+    CHECK(send(fd, b, sizeof b, MSG_NOSIGNAL) == (ssize_t)sizeof b);
+}
+
+static int body_rogue(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    set_env(j, rank);
+    /* What the old torchrun secret was: anyone could compute it. */
+    const char *parts[] = {"ushmem-torchrun-v1", getenv("MASTER_ADDR"), getenv("MASTER_PORT"),
+                           getenv("TORCHELASTIC_RUN_ID")};
+    uint8_t derived[16];
+    char hex[33];
+    ushmemi_bootstrap_hash(derived, parts, 4);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", derived[i]);
+    setenv("USHMEM_SECRET", hex, 1);
+    CHECK(ushmemi_env_load() == 0);
+    memset(&bs, 0, sizeof bs);
+    CHECK(ushmemi_bootstrap_init_env(&bs) == USHMEM_EDENIED);
+    return 0;
+}
+
+static void test_strangers(const char *mode, int tcp)
+{
+    enum { SILENT = 20 };
+    job_t j;
+    kid_t k[MAX_PES + 1];
+    ushmemi_bs_addr_t a;
+    char name[160];
+    int n = 3, fds[SILENT + 8], nfd = 0;
+    job_init(&j, mode, n);
+    if (!strcmp(mode, "torchrun")) {
+        j.master_port = free_port() - 1;
+        char spec[64];
+        snprintf(spec, sizeof spec, "tcp:127.0.0.1:%d", j.master_port + 1);
+        CHECK(ushmemi_bootstrap_addr_parse(spec, "test", &a) == 0);
+    } else {
+        if (tcp)
+            snprintf(j.addr, sizeof j.addr, "tcp:127.0.0.1:%d", free_port());
+        CHECK(ushmemi_bootstrap_addr_parse(j.addr, "test", &a) == 0);
+    }
+    snprintf(name, sizeof name,
+             "strangers at a %s%s root: %d silent, 2 half hellos, garbage, a wrong secret, a "
+             "replayed hello%s; the job is not delayed",
+             mode, tcp ? " tcp" : "", SILENT, !strcmp(mode, "torchrun") ? ", a rogue PE" : "");
+    kid_spawn(&k[0], body_full, 0, &j);
+    const char *why = NULL;
+    int fd = stranger_connect(&a);
+    if (fd < 0)
+        why = "root never listened";
+    else
+        fds[nfd++] = fd; /* silent */
+    for (int i = 1; i < SILENT && !why; i++)
+        if ((fds[nfd++] = stranger_connect(&a)) < 0)
+            why = "cannot connect";
+    uint8_t secret[16], nonce_a[16], nonce_b[16], mine[16] = {1, 2, 3}, mac[16];
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        sscanf(j.secret + 2 * i, "%2x", &v);
+        secret[i] = (uint8_t)v;
+    }
+    if (!why) {
+        /* Two half hellos: a header, then nothing. */
+        for (int i = 0; i < 2; i++) {
+            int h = stranger_connect(&a);
+            unsigned char b[8] = {0, 0, 0, 1};
+            CHECK(h >= 0 && send(h, b, sizeof b, MSG_NOSIGNAL) == (ssize_t)sizeof b);
+            fds[nfd++] = h;
+        }
+        /* Garbage. */
+        int g = stranger_connect(&a);
+        CHECK(g >= 0 && send(g, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL) == 18);
+        fds[nfd++] = g;
+        /* A wrong secret, properly framed. */
+        int w = stranger_connect(&a);
+        CHECK(w >= 0 && stranger_challenge(w, nonce_a) == 0);
+        uint8_t wrong[16] = {0};
+        stranger_mac(mac, wrong, "hello", nonce_a, mine, 1, (uint32_t)n);
+        stranger_hello(w, 1, (uint32_t)n, mine, mac);
+        fds[nfd++] = w;
+        /* A hello good for challenge A, replayed on connection B. (In the
+         * launcher modes the test knows the secret; a stranger would only
+         * have seen the hello.) */
+        int ca = stranger_connect(&a), cb = stranger_connect(&a);
+        CHECK(ca >= 0 && cb >= 0 && stranger_challenge(ca, nonce_a) == 0 &&
+              stranger_challenge(cb, nonce_b) == 0);
+        stranger_mac(mac, secret, "hello", nonce_a, mine, 1, (uint32_t)n);
+        stranger_hello(cb, 1, (uint32_t)n, mine, mac);
+        fds[nfd++] = ca;
+        fds[nfd++] = cb;
+    }
+    int nk = n;
+    if (!strcmp(mode, "torchrun")) {
+        kid_spawn(&k[n], body_rogue, 1, &j);
+        if (kids_wait(&k[n], 1, 20))
+            why = "the rogue PE timed out";
+        nk = n + 1;
+    }
+    double t0 = now_s();
+    for (int r = 1; r < n; r++)
+        kid_spawn(&k[r], body_full, r, &j);
+    if (kids_wait(k, n, 30))
+        why = "timed out";
+    else if (!why)
+        why = all_exited_0(k, nk);
+    double dt = now_s() - t0;
+    if (!why && dt > 1.5)
+        why = "the job was delayed";
+    static char out[1 << 16];
+    kid_output(&k[0], out, sizeof out);
+    if (!why && !strstr(out, "not a ushmem bootstrap hello"))
+        why = "root did not log the garbage";
+    int wrongs = 0;
+    for (char *p = out; (p = strstr(p, "wrong secret")) != NULL; p++)
+        wrongs++;
+    if (!why && wrongs < 2 + (nk > n))
+        why = "root did not log the wrong and replayed secrets";
+    if (!why && !tcp && strcmp(mode, "torchrun") &&
+        !strstr(out, "too many connections from there say nothing"))
+        why = "root did not cap one source's silent connections";
+    if (!why && !strstr(out, "the job is complete"))
+        why = "root did not log the silent connections it dropped";
+    if (!why && nk > n && !kid_says(&k[n], "root refused this PE: wrong secret"))
+        why = "the rogue PE was not refused";
+    for (int i = 0; i < nfd; i++)
+        close(fds[i]);
+    report(name, why, k, nk);
+}
+
 static void test_nobody_listening(int tcp)
 {
     job_t j;
@@ -869,7 +1069,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [-v] [-r repeat] [key: single launcher tcp torchrun "
-                    "uid secret nobody joined mpi mismatch bind monitor]\n",
+                    "uid secret strangers nobody joined mpi mismatch bind monitor]\n",
                     argv[0]);
             return 2;
         }
@@ -901,6 +1101,11 @@ int main(int argc, char **argv)
         }
         if (want("secret"))
             test_wrong_secret();
+        if (want("strangers")) {
+            test_strangers("launcher", 0);
+            test_strangers("launcher", 1);
+            test_strangers("torchrun", 1);
+        }
         if (want("nobody")) {
             test_nobody_listening(0);
             test_nobody_listening(1);
