@@ -1,4 +1,4 @@
-/* Spec example (Memory Model, atomicity guarantees, 1.6): PE 0 increments x through a
+/* Spec example (Memory Model, atomicity guarantees, atomicity domains): PE 0 increments x through a
  * context of SHMEM_TEAM_SHARED while the others use contexts of SHMEM_TEAM_WORLD: two
  * atomicity domains on one location, undefined behaviour. This runs the resolved form
  * the text implies: every PE's context comes from the same team (SHMEM_TEAM_WORLD), so
