@@ -1,7 +1,8 @@
 #!/bin/bash
 # make check-python: the Python suite under ushrun with 1, 2 and 4 PEs, under
 # torchrun (2 processes, gloo, init_with_torch) and under mpirun (2 ranks,
-# init_with_mpi), each with a timeout; then the overhead benchmark's limit.
+# init_with_mpi), each with a timeout; the seed suite (tests/seed) likewise;
+# then the overhead benchmark's limit.
 #   python/check.sh [BUILD_DIR]     (default build/; `make` builds the extension)
 # Each leg's output goes to BUILD_DIR/python/logs/<leg>.log; a failing leg's
 # tail is printed. Exit status: the number of failed legs (0: all passed).
@@ -44,9 +45,9 @@ leg() { # name, launch_test.sh arguments...
   local summary
   summary=$(grep -aE "[0-9]+ (passed|failed)" "$logs/$name.log" | tail -1 | sed 's/^\[[^]]*\]\(<[a-z]*>\)\{0,1\}:\{0,1\} *//; s/\[[0-9,]*\]<std[a-z]*>:.*$//; s/\x1b\[[0-9;]*m//g')
   if [ $rc -eq 0 ]; then
-    printf 'ushmem: python %-10s ok    %3ss  %s\n' "$name" $((SECONDS - t0)) "$summary"
+    printf 'ushmem: python %-15s ok    %3ss  %s\n' "$name" $((SECONDS - t0)) "$summary"
   else
-    printf 'ushmem: python %-10s FAIL  %3ss  (exit %s%s) %s\n' "$name" $((SECONDS - t0)) $rc \
+    printf 'ushmem: python %-15s FAIL  %3ss  (exit %s%s) %s\n' "$name" $((SECONDS - t0)) $rc \
       "$([ $rc -eq 124 ] && echo ', timed out')" "$summary"
     tail -n 40 "$logs/$name.log" | sed 's/^/    /'
     failed=$((failed + 1))
@@ -58,6 +59,15 @@ leg ushrun-2 -l ushrun -n 2 -t 90 -c "$tests"
 leg ushrun-4 -l ushrun -n 4 -t 120 -c "$tests"
 leg torchrun-2 -l torchrun -n 2 -i torch -t 120 -c "$tests"
 leg mpirun-2 -l mpirun -n 2 -i mpi -t 120 -c "$tests"
+# The seed suite (rocshmem4py's tests rewritten for ushmem) on its own conftest: its init
+# is init_with_torch() with no process group (init_with_mpi() when asked under mpirun).
+seed="pytest -q --confcutdir=tests/seed tests/seed"
+leg seed-ushrun-1 -l ushrun -n 1 -t 60 -c "$seed"
+leg seed-ushrun-2 -l ushrun -n 2 -t 60 -c "$seed"
+leg seed-ushrun-4 -l ushrun -n 4 -t 90 -c "$seed"
+leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "$seed"
+leg seed-mpirun-2 -l mpirun -n 2 -t 90 -c "$seed"
+USHMEM_USE_TORCH_INIT=0 leg seed-mpi-2 -l mpirun -n 2 -t 90 -c "$seed"
 leg overhead -l ushrun -n 1 -t 60 -c "python bench/bench_overhead.py -n 50000 --limit-ns 1000"
 [ $failed -eq 0 ] && grep -a "ns" "$logs/overhead.log" | grep -aE "my_pe|putmem 8 B \(buffer <- bytes\)" | sed 's/^\[PE 0\]/ushmem: python overhead  /'
 exit $failed

@@ -56,6 +56,8 @@ cd "$here" || exit 2
 kill_after=10
 case $launcher in
   ushrun)
+    # The seed suite (tests/seed) counts PEs from WORLD_SIZE at collection, before init.
+    export WORLD_SIZE=${WORLD_SIZE:-$npes}
     exec timeout -k $kill_after $((timeout_s + 5)) \
       "$build/tools/ushrun" -n "$npes" --timeout "$timeout_s" --tag-output "$py" "$@" ;;
   mpirun)
@@ -68,7 +70,8 @@ case $launcher in
         -x PYTHONPATH -x USHMEM_PYTHON_EXT_DIR -x SHMEM_SYMMETRIC_SIZE -x USHMEM_STATIC_DATA \
         -x OMP_NUM_THREADS -x PYTHONDONTWRITEBYTECODE -x USHMEM_TEST_LAUNCHER -x USHMEM_TEST_NPES \
         -x PY_COLORS \
-        ${USHMEM_TEST_INIT:+-x USHMEM_TEST_INIT} "$py" "$@" ;;
+        ${USHMEM_TEST_INIT:+-x USHMEM_TEST_INIT} \
+        ${USHMEM_USE_TORCH_INIT:+-x USHMEM_USE_TORCH_INIT} "$py" "$@" ;;
   torchrun)
     "$py" -c "import torch.distributed.run" 2>/dev/null || { echo "launch_test.sh: torch.distributed.run not importable by $py (Debian: python3-torch)" >&2; exit 2; }
     # torch 1.13 on Python 3.11 cannot parse its own default "--redirects 0" /

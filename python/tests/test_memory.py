@@ -184,3 +184,49 @@ def test_peer_ptr_table(me, npes):
     ushmem.barrier_all()
     b.free()
     ut.free_tensor(t)
+
+
+def test_seed_nonowning_buffer(me, npes):
+    """SymmetricBuffer(nbytes, ptr=, own_data=False): a view of live symmetric memory (of
+    its SymmetricBuffer when it has one); the seed's attribute names; view.free() only marks
+    the view freed; torch.as_tensor(host buffer) works (a copy, through the sequence
+    protocol; torch.frombuffer / numpy give a view)."""
+    b = ushmem.create_buffer(256)
+    raw = ushmem.malloc(128)
+    ushmem.putmem(b, bytes(range(256)), 256, me)
+    v = ushmem.SymmetricBuffer(64, ptr=b.ptr + 16, own_data=False)
+    assert v.base is b and v.own_data is False and not v.owning and v._freed is False
+    assert bytes(v) == bytes(range(16, 80)) and v._device == -1 and b._device == -1
+    assert b.own_data is True
+    w = ushmem.SymmetricBuffer(128, ptr=raw, own_data=False)  # raw memory: no owner
+    assert w.base is None and w.nbytes == 128
+    ushmem.putmem(w, b"\x07" * 128, 128, (me + 1) % npes)  # usable as a symmetric object
+    errors = []
+    for kw in ({"ptr": b.ptr + 250, "own_data": False},  # runs past the allocation
+               {"ptr": b.ptr},  # ptr= must not own
+               {"own_data": False},  # own_data=False needs ptr=
+               {"ptr": 4096, "own_data": False},  # not symmetric
+               {"dtype": "float32"}):
+        try:
+            ushmem.SymmetricBuffer(64 if "ptr" not in kw or kw["ptr"] == 4096 else 16, **kw)
+        except ValueError as e:
+            errors.append(str(e))
+    v.free()
+    assert v.freed and v._freed and not b.freed
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.putmem(v, b"x", 1, me)
+    assert ei.value.code == ushmem.ERR_FREED
+    try:
+        import torch
+        t = torch.as_tensor(b)
+        assert t.numel() == 256 and t.tolist() == list(range(256))
+        assert torch.frombuffer(b, dtype=torch.uint8).data_ptr() == b.ptr
+    except ImportError:
+        pass
+    assert np.asarray(b).ctypes.data == b.ptr
+    ushmem.barrier_all()
+    got = bytes(w)
+    ushmem.free(raw)
+    b.free()
+    assert len(errors) == 5, errors
+    assert got == b"\x07" * 128

@@ -19,9 +19,15 @@ def test_create_buffer_lifecycle(me):
     assert "owning" in repr(buf)
     view = buf[16:48]
     assert not view.owning and view.base is buf and view.nbytes == 32
+    view2 = buf[0:8]
+    view2.free()  # a view owns no memory: free() only marks it freed (the seed's semantics)
+    assert view2.freed and view2._freed and not buf.freed
     with pytest.raises(ushmem.Error) as ei:
-        view.free()  # views do not own memory
-    assert ei.value.code == ushmem.ERR_INVALID
+        ushmem.putmem(view2, b"x", 1, me)
+    assert ei.value.code == ushmem.ERR_FREED
+    with pytest.raises(BufferError):
+        memoryview(view2)
+    ushmem.putmem(view, b"y", 1, me)  # the other view and the buffer are untouched
     buf.free()
     assert buf.freed and view.freed
     buf.free()  # idempotent: no second collective, no error

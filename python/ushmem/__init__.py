@@ -261,22 +261,118 @@ def _uid_failed(rank):
                   f"rank 0 could not create a unique id (see its error); rank {rank} gives up")
 
 
-def init_with_torch(group=None, thread_level=None, device=None):
+_torch_pg_created = False  # init_with_torch made the default process group
+
+
+def _map_mpi_env():
+    """Give torch's names (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) to the rank
+    variables of mpirun (Open MPI's OMPI_COMM_WORLD_*, else PMI_* / PMIX_RANK), where
+    torch's are not set already."""
+    pairs = (("RANK", ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")),
+             ("WORLD_SIZE", ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")),
+             ("LOCAL_RANK", ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")),
+             ("LOCAL_WORLD_SIZE", ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                   "PMI_LOCAL_SIZE")))
+    for dst, srcs in pairs:
+        if dst in _os.environ:
+            continue
+        for src in srcs:
+            v = _os.environ.get(src, "").strip()
+            if v.isdigit():
+                _os.environ[dst] = v
+                break
+
+
+def _default_backend():
+    import torch
+    if torch.cuda.is_available():
+        major = int(torch.__version__.split(".")[0])
+        return "cpu:gloo,cuda:nccl" if major >= 2 else "nccl"
+    return "gloo"
+
+
+def _create_process_group(backend, init_method, thread_level, device):
+    """Make torch's default process group for init_with_torch() when none exists.
+
+    With torch's rendezvous variables (torchrun; or mpirun, whose OMPI_COMM_WORLD_* /
+    PMI_* are mapped to RANK / WORLD_SIZE / LOCAL_RANK, plus MASTER_ADDR / MASTER_PORT)
+    or an init_method: init_process_group, then ushmem over it (returns False). Else
+    (ushrun, mpirun without MASTER_*, or one process alone): ushmem's own init first, then
+    the group over a TCPStore that PE 0 serves on a free port (returns True: ushmem is
+    initialized already)."""
+    global _torch_pg_created, _init_method
+    import datetime
+    import torch.distributed as dist
+    _map_mpi_env()
+    backend = backend or _default_backend()
+    env = _os.environ
+    if init_method is not None or all(v in env for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                                         "MASTER_PORT")):
+        kw = {}
+        if "RANK" in env and "WORLD_SIZE" in env:
+            kw = {"rank": int(env["RANK"]), "world_size": int(env["WORLD_SIZE"])}
+        dist.init_process_group(backend, init_method=init_method or "env://", **kw)
+        _torch_pg_created = True
+        return False
+    init(thread_level=thread_level, device=device)
+    try:
+        me, n = _ushmem.my_pe(), _ushmem.n_pes()
+        # PE 0 serves the store; where the peers reach it travels in symmetric memory.
+        host = env.get("MASTER_ADDR") or ("127.0.0.1" if env.get("USHMEM_LAUNCHER") == "ushrun"
+                                          or n == 1 else __import__("socket").gethostname())
+        timeout = datetime.timedelta(seconds=int(env.get("USHMEM_TORCH_TIMEOUT", "300")))
+        store = None
+        msg = _ushmem.create_buffer(256, zero=True)
+        try:
+            if me == 0:
+                store = dist.TCPStore(host, int(env.get("MASTER_PORT", 0)), n, True, timeout,
+                                      wait_for_workers=False)
+                where = f"{host} {store.port}".encode()
+                for pe in range(n):
+                    _ushmem.putmem(msg, where, len(where), pe)
+            _ushmem.barrier_all()
+            host, port = bytes(msg).rstrip(b"\0").decode().split()
+        finally:
+            msg.free()
+        if store is None:
+            store = dist.TCPStore(host, int(port), n, False, timeout)
+        dist.init_process_group(backend, store=store, rank=me, world_size=n)
+        _torch_pg_created = True
+    except BaseException:
+        finalize()
+        raise
+    _init_method = "torch"
+    return True
+
+
+def init_with_torch(group=None, thread_level=None, device=None, backend=None, init_method=None):
     """Initialize over a torch.distributed process group (gloo or nccl): rank 0 of the
     group makes a unique id, the group broadcasts it, every rank calls init_attr.
-    device: as for init(); None with an nccl group binds torch's current device."""
+    device: as for init(); None with an nccl group binds torch's current device.
+
+    With no process group yet (and group=None) it makes the default one first, as
+    rocshmem4py does: torch.distributed.init_process_group(backend, init_method) from
+    torch's variables (torchrun; under mpirun OMPI_COMM_WORLD_* / PMI_* are mapped to
+    RANK / WORLD_SIZE / LOCAL_RANK), or, without MASTER_ADDR / MASTER_PORT (ushrun, one
+    process alone), over a store PE 0 serves. backend: default 'gloo' without CUDA,
+    'cpu:gloo,cuda:nccl' with it. finalize_with_torch() destroys a group made here."""
     global _init_method
     try:
         import torch
         import torch.distributed as dist
     except ImportError as e:
         raise _error(_ushmem.ERR_STATE, f"init_with_torch: torch is not available ({e})")
-    if not dist.is_available() or not dist.is_initialized():
-        raise _error(_ushmem.ERR_STATE,
-                     "init_with_torch: torch.distributed is not initialized "
-                     "(call torch.distributed.init_process_group first)")
     if _ushmem.is_initialized():
         raise _error(_ushmem.ERR_STATE, "init_with_torch: ushmem is already initialized")
+    if not dist.is_available():
+        raise _error(_ushmem.ERR_STATE, "init_with_torch: this torch has no torch.distributed")
+    if not dist.is_initialized():
+        if group is not None:
+            raise _error(_ushmem.ERR_STATE,
+                         "init_with_torch: group= was given but torch.distributed is not "
+                         "initialized")
+        if _create_process_group(backend, init_method, thread_level, device):
+            return
     rank = dist.get_rank(group)
     nranks = dist.get_world_size(group)
     if rank < 0:
@@ -309,8 +405,15 @@ def init_with_torch(group=None, thread_level=None, device=None):
 
 
 def finalize_with_torch():
-    """finalize() for init_with_torch(); the process group stays (it is the caller's)."""
+    """finalize() for init_with_torch(); then destroys the default process group if
+    init_with_torch() made it (a group the caller made stays)."""
+    global _torch_pg_created
     finalize()
+    if _torch_pg_created:
+        _torch_pg_created = False
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def init_with_mpi(comm=None, thread_level=None, device=None):
@@ -326,6 +429,7 @@ def init_with_mpi(comm=None, thread_level=None, device=None):
     if _ushmem.is_initialized():
         raise _error(_ushmem.ERR_STATE, "init_with_mpi: ushmem is already initialized")
     rank, nranks = comm.Get_rank(), comm.Get_size()
+    _check_launcher_size(MPI.COMM_WORLD.Get_size())
     uid, failure = None, None
     if rank == 0:
         try:
@@ -339,6 +443,27 @@ def init_with_mpi(comm=None, thread_level=None, device=None):
         raise _uid_failed(rank)
     _init_attr(rank, nranks, uid, device, thread_level)
     _init_method = "mpi"
+
+
+def _launcher_processes():
+    """(launcher, number of processes it started) from the environment, or (None, None)."""
+    for name, var in (("mpirun", "OMPI_COMM_WORLD_SIZE"), ("mpirun", "PMI_SIZE"),
+                      ("ushrun", "USHMEM_NPES"), ("torchrun", "WORLD_SIZE")):
+        v = _os.environ.get(var, "").strip()
+        if v.isdigit():
+            return name, int(v)
+    return None, None
+
+
+def _check_launcher_size(world):
+    """init_with_mpi: MPI's world must be the launcher's job (under torchrun or ushrun each
+    process is a singleton MPI job, which would make N one-PE ushmem jobs)."""
+    launcher, n = _launcher_processes()
+    if n is not None and world != n:
+        raise _error(_ushmem.ERR_STATE,
+                     f"init_with_mpi: MPI.COMM_WORLD has {world} process(es) but {launcher} "
+                     f"started {n}: MPI does not span the job (launch with mpirun, or use "
+                     f"{'init_with_torch()' if launcher == 'torchrun' else 'init()'} here)")
 
 
 def finalize_with_mpi():

@@ -567,7 +567,7 @@ typedef struct SymBuf {
     int owning;           /* made by create_buffer(): free() frees it */
     int pe;               /* whose copy ptr points into */
     int device;           /* -1: host memory, else CUDA ordinal */
-    int freed;            /* owning: free() was called */
+    int freed;            /* free() was called (a view: marked freed, nothing freed) */
     unsigned long gen;    /* library generation it belongs to */
     Py_ssize_t exports;   /* live buffer-protocol / DLPack exports */
     PyObject *weakrefs;
@@ -583,7 +583,7 @@ static inline const SymBuf *symbuf_root(const SymBuf *b)
 static inline int symbuf_alive(const SymBuf *b)
 {
     const SymBuf *r = symbuf_root(b);
-    return !r->freed && r->gen == g_gen && initialized();
+    return !b->freed && !r->freed && r->gen == g_gen && initialized();
 }
 
 static int symbuf_check_alive(const SymBuf *b, const char *fn)
@@ -591,6 +591,8 @@ static int symbuf_check_alive(const SymBuf *b, const char *fn)
     if (LIKELY(symbuf_alive(b)))
         return 0;
     const SymBuf *r = symbuf_root(b);
+    if (b->freed && !b->owning)
+        return err(ERR_FREED, "%s: this SymmetricBuffer view was marked freed (view.free())", fn);
     if (r->freed)
         return err(ERR_FREED, "%s: the SymmetricBuffer was freed", fn);
     if (!initialized())
@@ -726,20 +728,85 @@ static PyObject *symbuf_alloc(size_t nbytes, int zero, int device, const char *f
     return (PyObject *)b;
 }
 
+/* SymmetricBuffer(nbytes, ptr=addr, own_data=False): a non-owning view of
+ * nbytes at addr, which must lie inside one live symmetric allocation of this
+ * PE (a view of its SymmetricBuffer when it has one). */
+static PyObject *symbuf_wrap(PyObject *ptr, size_t n, const char *fn)
+{
+    if (require_init(fn))
+        return NULL;
+    void *vp = PyLong_AsVoidPtr(ptr);
+    if (!vp && PyErr_Occurred())
+        return NULL;
+    uintptr_t a = (uintptr_t)vp;
+    Py_ssize_t i = n ? alloc_find(a, n) : -1;
+    if (i < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: ptr=%p, nbytes=%zu is not inside one live symmetric allocation of "
+                     "this PE (wrap memory that create_buffer, malloc, calloc or align returned)",
+                     fn, vp, n);
+        return NULL;
+    }
+    SymBuf *owner = NULL;
+    if (g_allocs[i].owner) {
+        PyObject *o = PyWeakref_GetObject(g_allocs[i].owner);
+        if (o && o != Py_None && Py_TYPE(o) == &SymBufType)
+            owner = (SymBuf *)o;
+    }
+    return (PyObject *)symbuf_new((char *)vp, (char *)vp, n, owner, 0, g_me, g_allocs[i].device);
+}
+
 static PyObject *SymBuf_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)type;
-    static char *kwlist[] = {"nbytes", "device", "zero", NULL};
-    PyObject *nobj, *dev = Py_None;
-    int zero = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Op:SymmetricBuffer", kwlist, &nobj, &dev,
-                                     &zero))
+    static char *kwlist[] = {"nbytes", "device", "zero", "ptr", "dtype", "own_data", NULL};
+    PyObject *nobj, *dev = Py_None, *ptr = Py_None, *dtype = Py_None;
+    int zero = 0, own = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Op$OOp:SymmetricBuffer", kwlist, &nobj, &dev,
+                                     &zero, &ptr, &dtype, &own))
         return NULL;
     size_t n;
     int device;
     if (as_size(nobj, &n, "SymmetricBuffer", "nbytes") ||
         parse_device(dev, &device, "SymmetricBuffer"))
         return NULL;
+    if (dtype != Py_None) {
+        /* Raw bytes only: the seed's dtype= names the element type of a typed
+         * view; ushmem's buffers are bytes (use numpy / torch views for types). */
+        PyObject *s = PyObject_Str(dtype);
+        const char *t = s ? PyUnicode_AsUTF8(s) : NULL;
+        int ok = t && (!strcmp(t, "uint8") || !strcmp(t, "torch.uint8") || !strcmp(t, "B") ||
+                       !strcmp(t, "|u1") || !strcmp(t, "<class 'numpy.uint8'>"));
+        Py_XDECREF(s);
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError,
+                             "SymmetricBuffer: dtype=%R: a SymmetricBuffer holds bytes (uint8); "
+                             "view it as another type with numpy or torch",
+                             dtype);
+            return NULL;
+        }
+    }
+    if (ptr != Py_None) {
+        if (own) {
+            PyErr_SetString(PyExc_ValueError,
+                            "SymmetricBuffer: ptr= makes a non-owning view: pass own_data=False "
+                            "(freeing is collective; only create_buffer's buffers own memory)");
+            return NULL;
+        }
+        if (zero || dev != Py_None) {
+            PyErr_SetString(PyExc_ValueError,
+                            "SymmetricBuffer: ptr= wraps existing memory: device= and zero= do "
+                            "not apply");
+            return NULL;
+        }
+        return symbuf_wrap(ptr, n, "SymmetricBuffer");
+    }
+    if (!own) {
+        PyErr_SetString(PyExc_ValueError,
+                        "SymmetricBuffer: own_data=False needs ptr= (the memory to wrap)");
+        return NULL;
+    }
     return symbuf_alloc(n, zero, device, "SymmetricBuffer");
 }
 
@@ -785,9 +852,10 @@ static PyObject *SymBuf_free(PyObject *self, PyObject *unused)
     (void)unused;
     SymBuf *b = (SymBuf *)self;
     if (!b->owning) {
-        err(ERR_INVALID, "SymmetricBuffer.free: this is a view (slice or peer buffer); it does "
-                         "not own memory: free the buffer create_buffer() returned");
-        return NULL;
+        /* A view owns no memory: free() marks it freed (later use raises
+         * ERR_FREED); the buffer it views is untouched. Local, not collective. */
+        b->freed = 1;
+        Py_RETURN_NONE;
     }
     if (b->freed || b->gen != g_gen)
         Py_RETURN_NONE; /* idempotent on every PE alike: no collective */
@@ -828,7 +896,7 @@ static int SymBuf_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     SymBuf *b = (SymBuf *)self;
     if (!symbuf_alive(b)) {
-        PyErr_SetString(PyExc_BufferError, symbuf_root(b)->freed
+        PyErr_SetString(PyExc_BufferError, b->freed || symbuf_root(b)->freed
                                                ? "SymmetricBuffer was freed"
                                                : "SymmetricBuffer belongs to a finalized ushmem");
         view->obj = NULL;
@@ -967,6 +1035,11 @@ static PyObject *SymBuf_get_freed(PyObject *self, void *c)
     (void)c;
     return PyBool_FromLong(!symbuf_alive((SymBuf *)self));
 }
+static PyObject *SymBuf_get_device_ordinal(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((SymBuf *)self)->device);
+}
 static PyObject *SymBuf_get_device(PyObject *self, void *c)
 {
     (void)c;
@@ -1011,13 +1084,14 @@ static PyObject *SymBuf_cuda_array_interface(PyObject *self, void *c)
     }
     if (symbuf_check_alive(b, "__cuda_array_interface__"))
         return NULL;
-    /* "stream": None: ushmem does not know which stream last wrote the buffer
+    /* No "stream": ushmem does not know which stream last wrote the buffer
      * (stream-ordered operations run on the caller's streams), so consumers are
      * not asked to synchronize: order them after the ushmem operations yourself
-     * (same stream, an event, or a synchronize). */
-    return Py_BuildValue("{s:(n),s:s,s:(N,O),s:O,s:O,s:i}", "shape", (Py_ssize_t)b->nbytes,
-                         "typestr", "|u1", "data", PyLong_FromVoidPtr(b->ptr), Py_False, "strides",
-                         Py_None, "stream", Py_None, "version", 3);
+     * (same stream, an event, or a synchronize). The seed's exact dictionary ("typestr" "<i1",
+     * "strides" None, no "stream"). */
+    return Py_BuildValue("{s:(N,O),s:(n),s:s,s:O,s:i}", "data", PyLong_FromVoidPtr(b->ptr),
+                         Py_False, "shape", (Py_ssize_t)b->nbytes, "typestr", "<i1", "strides",
+                         Py_None, "version", 3);
 }
 
 /* ---- DLPack (ABI of dlpack.h v0.x, as torch 1.13 and numpy 1.22+ consume) ---- */
@@ -1165,7 +1239,11 @@ static PyGetSetDef SymBuf_getset[] = {
     {"dtype", SymBuf_get_dtype, NULL, "numpy.dtype('uint8'): a raw byte buffer.", NULL},
     {"pe", SymBuf_get_pe, NULL, "Whose copy this object exposes.", NULL},
     {"owning", SymBuf_get_owning, NULL, "True for the buffer create_buffer() returned.", NULL},
+    {"own_data", SymBuf_get_owning, NULL, "The seed's name for owning.", NULL},
     {"freed", SymBuf_get_freed, NULL, "True once freed (or after finalize).", NULL},
+    {"_freed", SymBuf_get_freed, NULL, "The seed's name for freed.", NULL},
+    {"_device", SymBuf_get_device_ordinal, NULL,
+     "The seed's device ordinal: the CUDA device of device memory, -1 for host memory.", NULL},
     {"device", SymBuf_get_device, NULL, "'cpu' or 'cuda:N'.", NULL},
     {"base", SymBuf_get_base, NULL, "The owning buffer of a view, else None.", NULL},
     {"__array_interface__", SymBuf_array_interface, NULL, NULL, NULL},
@@ -1176,6 +1254,19 @@ static PyGetSetDef SymBuf_getset[] = {
 static PyBufferProcs SymBuf_as_buffer = {SymBuf_getbuffer, SymBuf_releasebuffer};
 static PyMappingMethods SymBuf_as_mapping = {SymBuf_length, SymBuf_subscript, NULL};
 
+/* The sequence protocol too (bytes as ints), so that consumers that know only
+ * sequences (torch.as_tensor(buf) on host memory) work; they copy. */
+static PyObject *SymBuf_item(PyObject *self, Py_ssize_t i)
+{
+    PyObject *k = PyLong_FromSsize_t(i);
+    if (!k)
+        return NULL;
+    PyObject *r = SymBuf_subscript(self, k);
+    Py_DECREF(k);
+    return r;
+}
+static PySequenceMethods SymBuf_as_sequence = {.sq_length = SymBuf_length, .sq_item = SymBuf_item};
+
 static PyTypeObject SymBufType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ushmem.SymmetricBuffer",
     .tp_basicsize = sizeof(SymBuf),
@@ -1183,6 +1274,7 @@ static PyTypeObject SymBufType = {
     .tp_finalize = SymBuf_finalize,
     .tp_repr = SymBuf_repr,
     .tp_as_mapping = &SymBuf_as_mapping,
+    .tp_as_sequence = &SymBuf_as_sequence,
     .tp_as_buffer = &SymBuf_as_buffer,
     .tp_as_number = &SymBuf_as_number,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -64,8 +64,7 @@ def _tensor_over(buf, dtype, count):
         raise _error(_ushmem.ERR_UNSUPPORTED,
                      f"cannot make a torch tensor over {buf!r} (neither DLPack nor "
                      "__cuda_array_interface__ gave one over the same memory)")
-    if dtype == torch.uint8:
-        return flat[:count]
+    # __cuda_array_interface__ says int8 ("<i1", as the seed's); DLPack says uint8.
     return flat.view(dtype)[:count]
 
 
@@ -148,6 +147,10 @@ def _check_pair(fn, dst, src, same_shape=True):
     _require_tensor(src, fn, "src")
     if dst.dtype != src.dtype:
         raise ValueError(f"{fn}: dtype differs: dst is {dst.dtype}, src is {src.dtype}")
+    dn, sn = dst.numel() * dst.element_size(), src.numel() * src.element_size()
+    if dn != sn:  # the seed's word for it
+        raise ValueError(f"{fn}: nbytes differ (size): dst has {dn} bytes "
+                         f"({tuple(dst.shape)}), src has {sn} ({tuple(src.shape)})")
     if same_shape and dst.shape != src.shape:
         raise ValueError(f"{fn}: shape differs: dst is {tuple(dst.shape)}, "
                          f"src is {tuple(src.shape)}")
