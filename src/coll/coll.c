@@ -46,7 +46,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
             if (root_dest && dest != src)
                 memmove(dest, src, nbytes);
         } else {
-            memcpy(dest, ushmemi_push_recv(team, &p, root, call), nbytes);
+            memcpy(dest, ushmemi_push_recv(&p, root, call), nbytes);
         }
         ushmemi_push_end(team, &p, 0);
         return 0;
@@ -109,7 +109,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
         memmove((char *)dest + (size_t)me * nbytes, src, nbytes);
         for (int k = 1; k < n; k++) {
             int j = me + k >= n ? me + k - n : me + k;
-            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(team, &p, j, call), nbytes);
+            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(&p, j, call), nbytes);
         }
         ushmemi_push_end(team, &p, 1);
         return 0;
@@ -192,7 +192,7 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
                 nbytes);
         for (int k = 1; k < n; k++) {
             int j = me + k >= n ? me + k - n : me + k;
-            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(team, &p, j, call), nbytes);
+            memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(&p, j, call), nbytes);
         }
         ushmemi_push_end(team, &p, 1);
         return 0;

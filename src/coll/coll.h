@@ -86,6 +86,9 @@ static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int
 /* Small collectives with one synchronization (push.c): each member writes
  * its contribution into cells of the readers' slots. */
 #define USHMEMI_PUSH_MAX_PES 16 /* larger teams: the tree and transport paths */
+/* Larger data takes the pull paths (limits measured, see push.c): */
+#define USHMEMI_PUSH_SHARED_TOTAL 4096 /* PEs share cores: members x bytes per cell */
+#define USHMEMI_PUSH_OWN_BYTES    (4 * USHMEMI_CACHELINE - 16) /* a core each: per cell */
 typedef struct {
     uint64_t seq;  /* this collective's sequence number on the team */
     size_t stride; /* bytes between cells */
@@ -101,8 +104,10 @@ int ushmemi_push_begin(shmem_team_t team, size_t nbytes, ushmemi_push_t *p);
 void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int cell,
                        const void *data, size_t nbytes, const char *call);
 /* Wait for this PE's cell `cell` and return its data (valid until push_end). */
-const void *ushmemi_push_recv(shmem_team_t team, const ushmemi_push_t *p, int cell,
-                              const char *call);
+const void *ushmemi_push_recv(const ushmemi_push_t *p, int cell, const char *call);
+/* This PE's own cell: unused by the others, a scratch buffer of the cell
+ * size for this PE during the collective. */
+void *ushmemi_push_mine(shmem_team_t team, const ushmemi_push_t *p);
 /* This PE is done reading its cells; heard_all: it received from every
  * other member in this collective. */
 void ushmemi_push_end(shmem_team_t team, const ushmemi_push_t *p, int heard_all);

@@ -199,19 +199,20 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
     _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     int n = team->size;
     ushmemi_push_t p;
-    _Static_assert(USHMEMI_PUSH_AREA <= BLOCK_BYTES, "a push cell fits acc");
     if (ushmemi_push_begin(team, nbytes, &p)) {
         /* Every member sends its whole vector to all and combines them all
          * itself, in team order like the chunk owners below: bit-identical
-         * results everywhere. */
+         * results everywhere. It accumulates in its own cell (dest may be
+         * source, which is still needed). */
         int me = team->my_pe;
+        char *a = ushmemi_push_mine(team, &p);
         for (int k = 1; k < n; k++)
             ushmemi_push_send(team, &p, me + k >= n ? me + k - n : me + k, me, src, nbytes, call);
-        memcpy(acc, me == 0 ? src : ushmemi_push_recv(team, &p, 0, call), nbytes);
+        memcpy(a, me == 0 ? src : ushmemi_push_recv(&p, 0, call), nbytes);
         for (int k = 1; k < n; k++)
-            fn(acc, k == me ? src : ushmemi_push_recv(team, &p, k, call), nelems, op);
+            fn(a, k == me ? src : ushmemi_push_recv(&p, k, call), nelems, op);
+        memcpy(dest, a, nbytes);
         ushmemi_push_end(team, &p, 1);
-        memcpy(dest, acc, nbytes);
         return 0;
     }
     ushmemi_team_sync(team, call);
@@ -251,15 +252,16 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
         /* Member k needs the vectors of members 0..k-1 (and its own), summed
          * from zero in team order as below. */
         int me = team->my_pe;
+        char *a = ushmemi_push_mine(team, &p);
         for (int j = me + 1; j < n; j++)
             ushmemi_push_send(team, &p, j, me, src, nbytes, call);
-        memset(acc, 0, nbytes);
+        memset(a, 0, nbytes);
         for (int k = 0; k < me; k++)
-            fn(acc, ushmemi_push_recv(team, &p, k, call), nelems, USHMEMI_OP_SUM);
+            fn(a, ushmemi_push_recv(&p, k, call), nelems, USHMEMI_OP_SUM);
         if (!exclusive)
-            fn(acc, src, nelems, USHMEMI_OP_SUM);
+            fn(a, src, nelems, USHMEMI_OP_SUM);
+        memcpy(dest, a, nbytes);
         ushmemi_push_end(team, &p, 0);
-        memcpy(dest, acc, nbytes);
         return 0;
     }
     ushmemi_team_sync(team, call);

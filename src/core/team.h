@@ -28,7 +28,13 @@
 #define USHMEMI_TEAM_SLOT_ASET_FIRST  192 /* [192, 256): active sets */
 #define USHMEMI_TEAM_MAP_WORDS        (USHMEMI_TEAM_SLOTS / 64)
 #define USHMEMI_TEAM_SLOT_WORDS       8
-#define USHMEMI_PUSH_AREA             1664 /* bytes per parity: the slots fill the region */
+/* Cells of the small collectives (src/coll/push.c): per slot, two areas of
+ * USHMEMI_PUSH_AREA bytes; the world and shared teams' slots use two of
+ * USHMEMI_PUSH_BIG_AREA instead (room for 4 KiB of data and 16 cell headers,
+ * 1 KiB per cell at 4 PEs). */
+#define USHMEMI_PUSH_AREA      1600
+#define USHMEMI_PUSH_BIG_SLOTS 2 /* slots 0 and 1 */
+#define USHMEMI_PUSH_BIG_AREA  (4096 + 16 * 64)
 
 /* Per-team, per-PE synchronization state. Flags hold epochs that only grow
  * while the team lives, so they never need resetting between operations. */
@@ -51,6 +57,8 @@ typedef struct {
 typedef struct {
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t aset_key[USHMEMI_ASET_MAX]; /* PE 0's copy */
     _Alignas(USHMEMI_CACHELINE) ushmemi_team_slot_t slot[USHMEMI_TEAM_SLOTS];
+    _Alignas(
+        USHMEMI_CACHELINE) unsigned char push_big[USHMEMI_PUSH_BIG_SLOTS][2][USHMEMI_PUSH_BIG_AREA];
 } ushmemi_coll_region_t;
 
 _Static_assert(sizeof(ushmemi_coll_region_t) <= USHMEMI_COLL_REGION_SIZE,
@@ -67,7 +75,8 @@ struct ushmem_team {
     uint64_t coll_epoch;     /* broadcasts started */
     uint64_t push_seq;       /* small collectives started (src/coll/push.c) */
     uint64_t push_safe;      /* every member has finished reading up to this one */
-    int push_mapped;         /* 0 not known yet, 1 every member mapped, -1 not */
+    int push_known;          /* push_max is set */
+    size_t push_max;         /* largest data on the push path (0: none) */
     shmem_team_config_t config;
     long config_mask;
     struct ushmem_ctx *ctxs; /* contexts created on this team */
