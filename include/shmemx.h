@@ -59,6 +59,22 @@ int shmemx_heap_bases(const void *sym_addr, void **bases);
 /* Wall-clock time in seconds. */
 double shmemx_wtime(void);
 
+/* Wait counters of this PE (all threads), for attributing stalls. Only waits
+ * that outlast the first 64 polls are counted (the rest cost nothing to
+ * watch). docs/waits.md explains the policy; USHMEM_WAIT_STATS=1 prints them
+ * at finalize. */
+typedef struct {
+    unsigned long long slow_waits;   /* waits that outlasted the first polls */
+    unsigned long long polls;        /* polls while spinning on the clock */
+    unsigned long long yields;       /* sched_yield: oversubscribed job */
+    unsigned long long sched_yields; /* sched_yield to a PE queued on our CPU */
+    unsigned long long sleeps;       /* sleeps of long waits */
+    unsigned long long longest_ns;   /* longest single wait */
+    const char *longest_call;        /* the call it was in ("" if none) */
+} shmemx_wait_stats_t;
+int shmemx_wait_stats(shmemx_wait_stats_t *out); /* 0, or SHMEMX_ERR_INVALID (NULL) */
+void shmemx_wait_stats_reset(void);
+
 /* ---- CUDA ---- */
 /* Stream-ordered operations (CUDA builds work everywhere: the driver is loaded
  * at run time). `stream` is a cudaStream_t / CUstream; these calls return at

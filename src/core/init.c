@@ -18,6 +18,7 @@ static ushmemi_bootstrap_t bootstrap;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int exit_hook_installed;
 static int implicit_finalize_wanted; /* start_pes: finalize at exit */
+static int leaving_by_exit;          /* finalizing from exit(), not shmem_finalize */
 
 const ushmemi_bootstrap_t *ushmemi_bootstrap(void)
 {
@@ -39,6 +40,7 @@ static void exit_hook(int status, void *arg)
             ushmemi_debug("exit", "program exits without shmem_finalize; finalizing implicitly");
         pthread_mutex_lock(&init_lock);
         ushmemi_g.initialized = 1;
+        leaving_by_exit = !implicit_finalize_wanted;
         fini_locked();
         pthread_mutex_unlock(&init_lock);
         return;
@@ -101,6 +103,10 @@ static int init_locked(const ushmemi_bootstrap_t *bs_in, int requested, const ch
         fprintf(stderr, "ushmem environment:\n");
         ushmemi_env_print(stderr);
     }
+    /* Peers read these in long waits (src/sync/wait.c): who we are, and that
+     * we have not left. */
+    atomic_store_explicit(&ushmemi_g.sync->pid, (int32_t)getpid(), memory_order_relaxed);
+    atomic_store_explicit(&ushmemi_g.sync->depart, USHMEMI_DEPART_RUNNING, memory_order_release);
     ushmemi_sync_world();
     return 0;
 
@@ -114,6 +120,13 @@ undo_heap:
     ushmemi_heap_fini();
 undo_bootstrap:
     ushmemi_error(call, "initialization failed: %s", ushmemi_strerror(rc));
+    if (bootstrap.ops && bootstrap.nranks > 1) {
+        /* The others would wait for us until the bootstrap timeout: end the job. */
+        char msg[96];
+        snprintf(msg, sizeof msg, "PE %d failed to initialize (%s)", bootstrap.rank,
+                 ushmemi_strerror(rc));
+        ushmemi_bootstrap_abort(1, msg);
+    }
     if (bootstrap.ops)
         bootstrap.ops->fini();
     ushmemi_g.n_pes = 0;
@@ -129,7 +142,15 @@ static void fini_locked(void)
     /* Every PE is here before anything is released, and nobody's monitor may
      * mistake the teardown below for a dead peer. */
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
-    ushmemi_sync_world();
+    /* Say that we left (peers stuck in a barrier waiting for us then stop the
+     * job instead of hanging), and meet the others in finalize's own barrier:
+     * it cannot pair with a peer's shmem_barrier_all. */
+    atomic_store_explicit(&ushmemi_g.sync->depart,
+                          leaving_by_exit ? USHMEMI_DEPART_EXIT : USHMEMI_DEPART_FINALIZE,
+                          memory_order_release);
+    leaving_by_exit = 0;
+    ushmemi_sync_fini();
+    ushmemi_wait_report();
     bootstrap.ops->barrier();
     ushmemi_bootstrap_monitor_stop();
     bootstrap.ops->barrier();

@@ -84,6 +84,15 @@ typedef enum {
       "timesliced (always: slow without MPS), off")                                                \
     X(device_wait_timeout, INT, "60", "USHMEM_DEVICE_WAIT_TIMEOUT",                                \
       "Seconds one device-side wait may last before its kernel traps (0: no limit)")               \
+    X(wait_policy, STR, "auto", "USHMEM_WAIT_POLICY",                                              \
+      "Waits: auto (spin, or yield at once when the job has more PEs on a host than CPUs), "       \
+      "spin, yield; either ends in sleeping back-off")                                             \
+    X(wait_spin_us, INT, "2000", "USHMEM_WAIT_SPIN_US",                                            \
+      "Microseconds a wait spins (or yields) before it sleeps with back-off")                      \
+    X(wait_sleep_max_us, INT, "1000", "USHMEM_WAIT_SLEEP_MAX_US",                                  \
+      "Longest single sleep of a long wait (bounds the extra latency; 1/16 of the wait so far)")   \
+    X(wait_stats, BOOL, "0", "USHMEM_WAIT_STATS",                                                  \
+      "Print each PE's wait counters at finalize (spins, yields, sleeps, longest wait)")           \
     X(mpi_module, STR, "", "USHMEM_MPI_MODULE",                                                    \
       "Path of libushmem_mpi.so (default: beside libushmem.so)")                                   \
     X(mpi_progress, INT, "100", "USHMEM_MPI_PROGRESS",                                             \

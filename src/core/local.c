@@ -31,6 +31,7 @@
 
 #include "core/core.h"
 #include "core/local.h"
+#include "core/prims.h"
 #include "core/mac.h"
 
 #define HOSTID_LEN   96
@@ -87,12 +88,7 @@ int ushmemi_locality_init(const char *call)
         }
     }
     free(all);
-    /* Oversubscribed (more local PEs than CPUs we may run on): yield at once,
-     * the PE we wait for needs our CPU (4 PEs on 2 cores, barrier_all:
-     * 3.4 us yielding at once, 6 us after 4 polls, 13-19 us after 64). */
-    cpu_set_t cpus;
-    int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    ushmemi_g.spin_limit = real_local > ncpu ? 0 : 4096; /* mpi hook: real host, not fake */
+    ushmemi_wait_setup(real_local); /* mpi hook: the real host's PEs, not the fake one's */
     return 0;
 }
 

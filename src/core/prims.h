@@ -67,12 +67,19 @@ void ushmemi_flag_put(_Atomic uint64_t *flag, uint64_t v, int pe, const char *ca
 /* Compare *ivar (dtype) with *value using SHMEM_CMP_*; 1 if satisfied. */
 int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *value,
                     const char *call);
-/* Wait loop state: spin, then yield, keep progress going, notice job abort. */
+/* Wait loop state. Every wait in the library is `while (!cond)
+ * ushmemi_wait_poll(&w)` with w = {0, call}: the policy (spin, yield, sleeping
+ * back-off), MPI progress, counters and the check for peers that left all live
+ * in src/sync/wait.c. */
 typedef struct {
     unsigned spins;
     const char *call;
 } ushmemi_waiter_t;
 void ushmemi_wait_poll(ushmemi_waiter_t *w);
+/* At init, after locality: local_pes = this job's PEs on this host. */
+void ushmemi_wait_setup(int local_pes);
+/* At finalize: print the counters when USHMEM_WAIT_STATS is set. */
+void ushmemi_wait_report(void);
 
 void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *value,
                         const char *call);
@@ -101,6 +108,8 @@ void ushmemi_quiet(shmem_ctx_t ctx);
 void ushmemi_fence(shmem_ctx_t ctx);
 /* Barrier among all PEs of the job over shared memory (no quiet). */
 void ushmemi_sync_world(void);
+/* finalize's barrier: own flags, never pairs with a user's barrier. */
+void ushmemi_sync_fini(void);
 
 /* ---- Collectives and reductions (teams) ---- */
 typedef enum {

@@ -35,8 +35,19 @@ typedef struct {
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t barrier_flag[USHMEMI_MAX_ROUNDS][8];
     /* heap debug checks: each PE writes its request here */
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t alloc_check[4];
+    /* finalize's own barrier: separate flags, so a PE that finalizes (or exits
+     * without finalizing) can never complete a peer's shmem_barrier_all */
+    _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t fini_flag[USHMEMI_MAX_ROUNDS][8];
+    /* written by the owner, read by waiting peers (src/sync/wait.c):
+     * [0] USHMEMI_DEPART_*: running, in finalize, left without finalize;
+     * [1] its pid, for the run-time check of which CPU it is queued on */
+    _Alignas(USHMEMI_CACHELINE) _Atomic uint32_t depart;
+    _Atomic int32_t pid;
 } ushmemi_sync_region_t;
-#define USHMEMI_INTERNAL_SIZE ((size_t)1 << 20) /* reserved at heap start */
+#define USHMEMI_DEPART_RUNNING  0u
+#define USHMEMI_DEPART_FINALIZE 1u /* called shmem_finalize */
+#define USHMEMI_DEPART_EXIT     2u /* exit(0) / return from main without shmem_finalize */
+#define USHMEMI_INTERNAL_SIZE   ((size_t)1 << 20) /* reserved at heap start */
 /* Layout of the internal region: [0, 64K) ushmemi_sync_region_t (core
  * barrier); [64K, 1M) owned by teams/collectives/locks (src/core/team.c,
  * src/coll/), laid out there. */
@@ -49,11 +60,14 @@ typedef struct {
     int my_pe, n_pes;
     int local_rank, local_size;
     unsigned char *is_local; /* [n_pes]: PE runs on this host */
-    unsigned spin_limit;     /* polls before a wait starts yielding the CPU */
+    int wait_oversub;        /* more PEs of this job on the host than CPUs: yield at once */
+    int64_t wait_spin_ns;    /* a wait spins (or yields) this long, then sleeps */
+    int64_t wait_sleep_max_ns;
     int thread_level;
     ushmemi_seg_t seg[USHMEMI_NSEG];
     ushmemi_sync_region_t *sync; /* == seg[HEAP].base */
     uint64_t barrier_epoch;      /* barriers completed by this PE */
+    uint64_t fini_epoch;         /* finalize barriers completed (1.6: init/finalize pairs) */
     _Atomic int aborting;
     /* cuda hook: a CUDA device is bound and the device heap exists; the data
      * paths test it before calling into src/transport/cuda/devmem.h. */

@@ -3,6 +3,7 @@
  * epoch into flag r of PE (i + 2^r) mod n and waits for its own flag r to reach
  * the epoch. ceil(log2 n) rounds, one cache line moved per round and PE. */
 #include <sched.h>
+#include <stddef.h>
 
 #include "core/prims.h"
 
@@ -11,11 +12,12 @@ static inline ushmemi_sync_region_t *peer_sync(int pe)
     return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
 }
 
-void ushmemi_sync_world(void)
+/* One dissemination barrier over the flag rows `row` (barrier_flag or
+ * fini_flag) of every PE's sync region. */
+static void dissemination(size_t row_off, uint64_t epoch, const char *call)
 {
     int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
-    uint64_t epoch = ++ushmemi_g.barrier_epoch;
-    ushmemi_sync_region_t *mine = ushmemi_g.sync;
+    _Atomic uint64_t(*mine)[8] = (_Atomic uint64_t(*)[8])((char *)ushmemi_g.sync + row_off);
 
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
         int to = me + dist;
@@ -23,13 +25,26 @@ void ushmemi_sync_world(void)
             to -= n;
         ushmemi_sync_region_t *p = peer_sync(to);
         if (USHMEMI_LIKELY(p))
-            atomic_store_explicit(&p->barrier_flag[r][0], epoch, memory_order_release);
+            atomic_store_explicit(&((_Atomic uint64_t(*)[8])((char *)p + row_off))[r][0], epoch,
+                                  memory_order_release);
         else /* mpi hook: not mapped: through its transport */
-            ushmemi_flag_put(&mine->barrier_flag[r][0], epoch, to, "shmem_barrier_all");
-        ushmemi_waiter_t w = {0, "shmem_barrier_all"};
-        while (atomic_load_explicit(&mine->barrier_flag[r][0], memory_order_acquire) < epoch)
+            ushmemi_flag_put(&mine[r][0], epoch, to, call);
+        ushmemi_waiter_t w = {0, call};
+        while (atomic_load_explicit(&mine[r][0], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
     }
+}
+
+void ushmemi_sync_world(void)
+{
+    dissemination(offsetof(ushmemi_sync_region_t, barrier_flag), ++ushmemi_g.barrier_epoch,
+                  "shmem_barrier_all");
+}
+
+void ushmemi_sync_fini(void)
+{
+    dissemination(offsetof(ushmemi_sync_region_t, fini_flag), ++ushmemi_g.fini_epoch,
+                  "shmem_finalize");
 }
 
 USHMEMI_API void shmem_barrier_all(void)

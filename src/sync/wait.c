@@ -1,8 +1,13 @@
 /* Point-to-point synchronization: wait/test on symmetric variables that peers
  * update with stores or atomics. Loads are acquire loads, so data a peer wrote
  * before updating the variable (and fenced) is visible once the wait returns. */
+#include <limits.h>
+#include <stdlib.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "core/prims.h"
@@ -17,18 +22,264 @@
 #define cpu_relax() ((void)0)
 #endif
 
-/* Spin briefly (the fast case: the peer runs on another core), then yield so
- * that oversubscribed jobs (more PEs than cores) still make progress. The
- * spin budget is set at init: with more PEs on the host than CPUs we may run
- * on, the PE we wait for is likely descheduled, so spinning only burns the
- * time slice it needs (measured, 4 PEs on 2 cores: barrier 180 us with 4096
- * spins, see docs/design.md). */
+/* The wait policy (one for every wait in the library; docs/waits.md has the
+ * measurements behind it):
+ *  1. Spin with `pause` for the first FAST_POLLS polls: no clock, no state.
+ *     A wait that ends here costs what it did before the policy existed.
+ *  2. Spin on, reading the clock every CLOCK_POLLS polls, until the wait has
+ *     lasted USHMEM_WAIT_SPIN_US. Spinning keeps our CPU: when the CPUs are
+ *     taken by other programs, a yield hands our time slice to them and the
+ *     peer that answers in 100 ns then waits milliseconds for us (measured:
+ *     yielding after 4096 polls made the ping-pong p99 500x OSHMEM's on a
+ *     loaded machine). Yield only when the PE we may be waiting for is queued
+ *     on our own CPU: checked from the peers' /proc/<pid>/stat, at most every
+ *     SCHED_CHECK_NS.
+ *  3. When this job alone has more PEs on the host than CPUs, the PE we wait
+ *     for most likely needs our CPU: yield at once instead of spinning
+ *     (4 PEs on 2 cores, barrier_all: 3.4 us yielding at once, 13-19 us after
+ *     64 polls).
+ *  4. After USHMEM_WAIT_SPIN_US, sleep: each sleep 1/16 of the wait so far
+ *     (at least SLEEP_MIN_NS, at most USHMEM_WAIT_SLEEP_MAX_US), so a late
+ *     wake adds at most ~6% to a long wait and a job stuck forever costs
+ *     about one wake-up per millisecond.
+ * A long wait also watches for peers that left: see check_departed(). */
+enum { FAST_POLLS = 64, CLOCK_POLLS = 64 };
+#define SLEEP_MIN_NS          ((int64_t)20000)
+#define SCHED_CHECK_NS        ((int64_t)50000)   /* first check of our CPU's queue */
+#define SCHED_EVERY_NS        ((int64_t)2000000) /* later checks */
+#define DEPART_CHECK_NS       ((int64_t)100000000)
+#define DEPART_EVERY_NS       ((int64_t)10000000)
+#define DEPART_GRACE_NS       ((int64_t)1000000000)
+#define SCHED_PEERS_PER_CHECK 4
+
+enum { PH_SPIN, PH_YIELD, PH_SLEEP };
+
+/* The slow path's state of the wait in progress on this thread (waits do not
+ * nest: nothing inside wait_poll waits). */
+typedef struct {
+    int64_t t0, next_sched, next_depart, depart_seen;
+    unsigned polls;
+    int phase, p2p, sched_next_pe;
+} wait_state_t;
+static _Thread_local wait_state_t tw;
+
+/* Counters (shmemx_wait_stats): updated on the slow path only. */
+static struct {
+    _Atomic uint64_t slow_waits, polls, yields, sleeps, sched_yields, longest_ns;
+    const char *_Atomic longest_call;
+} stats;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void ushmemi_wait_setup(int local_pes)
+{
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    const char *pol = ushmemi_env.wait_policy ? ushmemi_env.wait_policy : "auto";
+    if (!strcmp(pol, "yield"))
+        ushmemi_g.wait_oversub = 1;
+    else if (!strcmp(pol, "spin"))
+        ushmemi_g.wait_oversub = 0;
+    else {
+        if (strcmp(pol, "auto"))
+            ushmemi_error("shmem_init",
+                          "USHMEM_WAIT_POLICY=%s is not auto, spin or yield; using auto", pol);
+        ushmemi_g.wait_oversub = local_pes > ncpu;
+    }
+    long spin = ushmemi_env.wait_spin_us < 0 ? 0 : ushmemi_env.wait_spin_us;
+    long smax = ushmemi_env.wait_sleep_max_us < 1 ? 1 : ushmemi_env.wait_sleep_max_us;
+    ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;
+    ushmemi_g.wait_sleep_max_ns = (int64_t)smax * 1000;
+}
+
+static inline ushmemi_sync_region_t *peer_sync(int pe)
+{
+    return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+}
+
+/* Point-to-point waits (any PE may satisfy them) against team waits
+ * (barriers, collectives: every member must take part). */
+static int call_is_p2p(const char *call)
+{
+    return call && (strstr(call, "wait") || strstr(call, "test") || strstr(call, "lock"));
+}
+
+static const char *depart_what(uint32_t d)
+{
+    return d == USHMEMI_DEPART_EXIT ? "exited without calling shmem_finalize"
+                                    : "called shmem_finalize";
+}
+
+/* A PE that finalized or exited will never write a flag again. A team wait
+ * that still waits a while after some PE left, or a point-to-point wait after
+ * every other PE left, can never end: stop the job with a line that says who
+ * left and where this PE waits, instead of hanging. (Peers reached only by
+ * the mpi transport are not seen here; their deaths reach us through the
+ * launcher.) */
+static void check_departed(const char *call, int64_t now, int64_t elapsed)
+{
+    int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe, gone = -1, others = 0, left = 0;
+    uint32_t how = 0;
+    if (!call || !strcmp(call, "shmem_finalize"))
+        return;
+    for (int pe = 0; pe < n; pe++) {
+        ushmemi_sync_region_t *p = pe == me ? NULL : peer_sync(pe);
+        if (!p)
+            continue;
+        others++;
+        uint32_t d = atomic_load_explicit(&p->depart, memory_order_acquire);
+        if (d != USHMEMI_DEPART_RUNNING) {
+            left++;
+            if (gone < 0 || d == USHMEMI_DEPART_EXIT) {
+                gone = pe;
+                how = d;
+            }
+        }
+    }
+    int stuck = tw.p2p ? (others > 0 && left == others && others == n - 1) : left > 0;
+    if (!stuck) {
+        tw.depart_seen = 0;
+        return;
+    }
+    if (!tw.depart_seen) {
+        tw.depart_seen = now;
+        return;
+    }
+    if (now - tw.depart_seen < DEPART_GRACE_NS)
+        return;
+    if (tw.p2p)
+        ushmemi_fatal(call,
+                      "every other PE has left (PE %d %s) while this PE still waits here "
+                      "(%.1f s); nothing can end this wait, stopping the job",
+                      gone, depart_what(how), (double)elapsed * 1e-9);
+    ushmemi_fatal(call, "PE %d %s while this PE waits here for all PEs (%.1f s); stopping the job",
+                  gone, depart_what(how), (double)elapsed * 1e-9);
+}
+
+/* Is a PE of this job runnable but queued on the CPU we are spinning on? Then
+ * our spinning delays the very PE we may be waiting for: yield to it. */
+static int peer_queued_here(void)
+{
+    int cpu = sched_getcpu(), n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
+    if (cpu < 0 || n > 4096)
+        return 0;
+    for (int k = 0, seen = 0; k < n && seen < SCHED_PEERS_PER_CHECK; k++) {
+        int pe = (tw.sched_next_pe + k) % n;
+        ushmemi_sync_region_t *p = pe == me ? NULL : peer_sync(pe);
+        if (!p || !ushmemi_g.is_local[pe])
+            continue;
+        seen++;
+        int32_t pid = atomic_load_explicit(&p->pid, memory_order_relaxed);
+        if (pid <= 0)
+            continue;
+        char path[40], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* "pid (comm) S ..." : comm may hold spaces, so start after the last ')';
+         * the CPU it last ran on (or is queued on) is field 39. */
+        char *q = strrchr(buf, ')');
+        if (!q || q[1] != ' ')
+            continue;
+        char state = q[2];
+        int field = 3, pcpu = -1;
+        for (char *c = q + 2; *c && field < 39; c++)
+            if (*c == ' ' && ++field == 39)
+                pcpu = atoi(c + 1);
+        if (state == 'R' && pcpu == cpu) {
+            tw.sched_next_pe = (pe + 1) % n;
+            return 1;
+        }
+    }
+    tw.sched_next_pe = (tw.sched_next_pe + SCHED_PEERS_PER_CHECK) % n;
+    return 0;
+}
+
+static void note_longest(int64_t elapsed, const char *call)
+{
+    uint64_t e = (uint64_t)elapsed;
+    if (e > atomic_load_explicit(&stats.longest_ns, memory_order_relaxed)) {
+        atomic_store_explicit(&stats.longest_ns, e, memory_order_relaxed);
+        atomic_store_explicit(&stats.longest_call, call, memory_order_relaxed);
+    }
+}
+
+static void wait_slow(ushmemi_waiter_t *w)
+{
+    int64_t now;
+    if (w->spins != UINT_MAX) { /* first slow poll of this wait */
+        w->spins = UINT_MAX;
+        now = now_ns();
+        tw = (wait_state_t){.t0 = now,
+                            .next_sched = now + SCHED_CHECK_NS,
+                            .next_depart = now + DEPART_CHECK_NS,
+                            .phase = ushmemi_g.wait_oversub ? PH_YIELD : PH_SPIN,
+                            .p2p = call_is_p2p(w->call),
+                            .sched_next_pe =
+                                (ushmemi_g.my_pe + 1) % (ushmemi_g.n_pes ? ushmemi_g.n_pes : 1)};
+        atomic_fetch_add_explicit(&stats.slow_waits, 1, memory_order_relaxed);
+    }
+    if (tw.phase == PH_SPIN) {
+        if (++tw.polls % CLOCK_POLLS) {
+            cpu_relax();
+            return;
+        }
+        atomic_fetch_add_explicit(&stats.polls, CLOCK_POLLS, memory_order_relaxed);
+    }
+    now = now_ns();
+    int64_t elapsed = now - tw.t0;
+    note_longest(elapsed, w->call);
+    if (USHMEMI_UNLIKELY(now >= tw.next_depart)) {
+        tw.next_depart = now + DEPART_EVERY_NS;
+        check_departed(w->call, now, elapsed);
+    }
+    if (tw.phase != PH_SLEEP && elapsed >= ushmemi_g.wait_spin_ns)
+        tw.phase = PH_SLEEP;
+    switch (tw.phase) {
+    case PH_SPIN:
+        if (now >= tw.next_sched) {
+            tw.next_sched = now + SCHED_EVERY_NS;
+            if (ushmemi_g.local_size > 1 && peer_queued_here()) {
+                atomic_fetch_add_explicit(&stats.sched_yields, 1, memory_order_relaxed);
+                sched_yield();
+                return;
+            }
+        }
+        cpu_relax();
+        return;
+    case PH_YIELD:
+        atomic_fetch_add_explicit(&stats.yields, 1, memory_order_relaxed);
+        sched_yield();
+        return;
+    default: {
+        int64_t d = elapsed / 16;
+        if (d < SLEEP_MIN_NS)
+            d = SLEEP_MIN_NS;
+        if (d > ushmemi_g.wait_sleep_max_ns)
+            d = ushmemi_g.wait_sleep_max_ns;
+        atomic_fetch_add_explicit(&stats.sleeps, 1, memory_order_relaxed);
+        struct timespec ts = {(time_t)(d / 1000000000), (long)(d % 1000000000)};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    }
+}
+
 void ushmemi_wait_poll(ushmemi_waiter_t *w)
 {
     /* mpi hook: RMA aimed at this PE may need its MPI progress to complete */
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl))
         ushmemi_remote_tl->progress();
-    if (w->spins < ushmemi_g.spin_limit) {
+    if (USHMEMI_LIKELY(w->spins < FAST_POLLS) && !ushmemi_g.wait_oversub) {
         /* pause even on the first polls: without it the CPU speculates ahead
          * on the flag and pays a pipeline flush when the line arrives
          * (measured: ping-pong 48 ns with, 72 ns without). */
@@ -36,7 +287,48 @@ void ushmemi_wait_poll(ushmemi_waiter_t *w)
         cpu_relax();
         return;
     }
-    sched_yield();
+    wait_slow(w);
+}
+
+USHMEMI_API int shmemx_wait_stats(shmemx_wait_stats_t *out)
+{
+    if (!out)
+        return SHMEMX_ERR_INVALID;
+    out->slow_waits = atomic_load_explicit(&stats.slow_waits, memory_order_relaxed);
+    out->polls = atomic_load_explicit(&stats.polls, memory_order_relaxed);
+    out->yields = atomic_load_explicit(&stats.yields, memory_order_relaxed);
+    out->sched_yields = atomic_load_explicit(&stats.sched_yields, memory_order_relaxed);
+    out->sleeps = atomic_load_explicit(&stats.sleeps, memory_order_relaxed);
+    out->longest_ns = atomic_load_explicit(&stats.longest_ns, memory_order_relaxed);
+    const char *c = atomic_load_explicit(&stats.longest_call, memory_order_relaxed);
+    out->longest_call = c ? c : "";
+    return 0;
+}
+
+USHMEMI_API void shmemx_wait_stats_reset(void)
+{
+    atomic_store_explicit(&stats.slow_waits, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.polls, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.yields, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.sched_yields, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.sleeps, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.longest_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&stats.longest_call, NULL, memory_order_relaxed);
+}
+
+void ushmemi_wait_report(void)
+{
+    if (!ushmemi_env.wait_stats)
+        return;
+    shmemx_wait_stats_t s;
+    shmemx_wait_stats(&s);
+    ushmemi_error("wait stats",
+                  "%llu slow waits, %llu polls, %llu yields (%llu to a PE queued on this CPU), "
+                  "%llu sleeps, longest wait %.3f ms (%s)",
+                  (unsigned long long)s.slow_waits, (unsigned long long)s.polls,
+                  (unsigned long long)s.yields + s.sched_yields, (unsigned long long)s.sched_yields,
+                  (unsigned long long)s.sleeps, (double)s.longest_ns * 1e-6,
+                  s.longest_call[0] ? s.longest_call : "-");
 }
 
 /* mpi hook: test and signal_fetch also drive the unmapped transport's
