@@ -206,6 +206,9 @@ int main(void)
             one(t, it, what);
     }
     shmem_barrier_all();
+    shmem_team_destroy(even);
+    shmem_team_destroy(xt);
+    shmem_team_destroy(yt);
 
     /* Teams created and destroyed in a loop: each new team reuses the slot
      * and must start from clean cells. */
