@@ -789,7 +789,30 @@ static void test_strangers(const char *mode, int tcp)
     char name[160];
     int n = 3, fds[SILENT + 8], nfd = 0;
     job_init(&j, mode, n);
-    if (!strcmp(mode, "torchrun")) {
+    uint8_t secret[16], nonce_a[16], nonce_b[16], mine[16] = {1, 2, 3}, mac[16];
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        sscanf(j.secret + 2 * i, "%2x", &v);
+        secret[i] = (uint8_t)v;
+    }
+    int uid_mode = !strcmp(mode, "uid");
+    if (uid_mode) {
+        /* Rank 0 makes the id; the id says where it listens (the stranger
+         * would have learnt the port from ss or /proc/net/tcp). */
+        int pp[2];
+        CHECK(pipe(pp) == 0);
+        j.uid_pipe = pp[1];
+        kid_spawn(&k[0], body_uid_root, 0, &j);
+        close(pp[1]);
+        CHECK(read(pp[0], &j.uid, sizeof j.uid) == (ssize_t)sizeof j.uid);
+        close(pp[0]);
+        const unsigned char *b = (const unsigned char *)j.uid.internal;
+        char spec[64];
+        snprintf(spec, sizeof spec, "tcp:%u.%u.%u.%u:%u", b[12], b[13], b[14], b[15],
+                 (unsigned)b[8] << 8 | b[9]);
+        CHECK(ushmemi_bootstrap_addr_parse(spec, "test", &a) == 0);
+        memcpy(secret, b + 28, sizeof secret);
+    } else if (!strcmp(mode, "torchrun")) {
         j.master_port = free_port() - 1;
         char spec[64];
         snprintf(spec, sizeof spec, "tcp:127.0.0.1:%d", j.master_port + 1);
@@ -802,8 +825,10 @@ static void test_strangers(const char *mode, int tcp)
     snprintf(name, sizeof name,
              "strangers at a %s%s root: %d silent, 2 half hellos, garbage, a wrong secret, a "
              "replayed hello%s; the job is not delayed",
-             mode, tcp ? " tcp" : "", SILENT, !strcmp(mode, "torchrun") ? ", a rogue PE" : "");
-    kid_spawn(&k[0], body_full, 0, &j);
+             mode, tcp && !strcmp(mode, "launcher") ? " tcp" : "", SILENT,
+             !strcmp(mode, "torchrun") ? ", a rogue PE" : "");
+    if (!uid_mode)
+        kid_spawn(&k[0], body_full, 0, &j);
     const char *why = NULL;
     int fd = stranger_connect(&a);
     if (fd < 0)
@@ -813,12 +838,6 @@ static void test_strangers(const char *mode, int tcp)
     for (int i = 1; i < SILENT && !why; i++)
         if ((fds[nfd++] = stranger_connect(&a)) < 0)
             why = "cannot connect";
-    uint8_t secret[16], nonce_a[16], nonce_b[16], mine[16] = {1, 2, 3}, mac[16];
-    for (int i = 0; i < 16; i++) {
-        unsigned v;
-        sscanf(j.secret + 2 * i, "%2x", &v);
-        secret[i] = (uint8_t)v;
-    }
     if (!why) {
         /* Two half hellos: a header, then nothing. */
         for (int i = 0; i < 2; i++) {
@@ -885,6 +904,54 @@ static void test_strangers(const char *mode, int tcp)
     for (int i = 0; i < nfd; i++)
         close(fds[i]);
     report(name, why, k, nk);
+}
+
+static int body_expect_denied(int rank, job_t *j)
+{
+    ushmemi_bootstrap_t bs;
+    CHECK(pe_init(j, rank, &bs) == USHMEM_EDENIED);
+    return 0;
+}
+
+/* A stranger holds the root's address and plays root: it sends a challenge
+ * and admits whatever comes, but cannot prove it knows the secret. The PE
+ * must not join it. */
+static void test_fake_root(void)
+{
+    job_t j;
+    kid_t k;
+    ushmemi_bs_addr_t a;
+    job_init(&j, "launcher", 2);
+    CHECK(ushmemi_bootstrap_addr_parse(j.addr, "test", &a) == 0);
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(l >= 0 && bind(l, (struct sockaddr *)&a.sa, a.len) == 0 && listen(l, 4) == 0);
+    kid_spawn(&k, body_expect_denied, 1, &j);
+    const char *why = NULL;
+    int c = accept(l, NULL, NULL);
+    if (c < 0) {
+        why = "the PE never connected";
+    } else {
+        unsigned char ch[40] = {0}, hello[64], st[17 + 16] = {0};
+        be32(ch, 5); /* MSG_CHALLENGE */
+        be32(ch + 12, 24);
+        be32(ch + 16, 0x55534842u);
+        be32(ch + 20, 2);
+        be32(st, 2); /* MSG_STATUS {0, a made-up proof} */
+        be32(st + 12, 17);
+        CHECK(send(c, ch, sizeof ch, MSG_NOSIGNAL) == (ssize_t)sizeof ch);
+        CHECK(recv(c, hello, sizeof hello, MSG_WAITALL) == (ssize_t)sizeof hello);
+        CHECK(send(c, st, sizeof st, MSG_NOSIGNAL) == (ssize_t)sizeof st);
+    }
+    if (kids_wait(&k, 1, 20))
+        why = "timed out";
+    else if (!why)
+        why = all_exited_0(&k, 1);
+    if (!why && !kid_says(&k, "without proving it knows the job secret"))
+        why = "no clear message";
+    if (c >= 0)
+        close(c);
+    close(l);
+    report("a fake root that cannot prove the secret: the PE does not join it", why, &k, 1);
 }
 
 static void test_nobody_listening(int tcp)
@@ -1105,6 +1172,8 @@ int main(int argc, char **argv)
             test_strangers("launcher", 0);
             test_strangers("launcher", 1);
             test_strangers("torchrun", 1);
+            test_strangers("uid", 1);
+            test_fake_root();
         }
         if (want("nobody")) {
             test_nobody_listening(0);
