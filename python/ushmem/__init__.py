@@ -65,6 +65,40 @@ except ImportError as _e:  # pragma: no cover - message only
 from ._ushmem import *  # noqa: F401,F403  (the C functions are the API)
 from ._ushmem import Error, LeakWarning, SymmetricBuffer, Team  # noqa: F401
 
+import enum as _enum
+
+
+class SignalOp(_enum.IntEnum):
+    """How putmem_signal updates the signal word (SIGNAL_SET, SIGNAL_ADD); members are ints."""
+    SET = _ushmem.SIGNAL_SET
+    ADD = _ushmem.SIGNAL_ADD
+
+
+class ComparisonType(_enum.IntEnum):
+    """The comparison of signal_wait_until (CMP_EQ ... CMP_LE); members are ints."""
+    EQ = _ushmem.CMP_EQ
+    NE = _ushmem.CMP_NE
+    GT = _ushmem.CMP_GT
+    GE = _ushmem.CMP_GE
+    LT = _ushmem.CMP_LT
+    LE = _ushmem.CMP_LE
+
+
+class ThreadLevel(_enum.IntEnum):
+    """Thread levels (THREAD_SINGLE ... THREAD_MULTIPLE); members are ints."""
+    SINGLE = _ushmem.THREAD_SINGLE
+    FUNNELED = _ushmem.THREAD_FUNNELED
+    SERIALIZED = _ushmem.THREAD_SERIALIZED
+    MULTIPLE = _ushmem.THREAD_MULTIPLE
+
+
+# The module constants are the enum members: equal to the ints (and ints themselves).
+SIGNAL_SET, SIGNAL_ADD = SignalOp.SET, SignalOp.ADD
+CMP_EQ, CMP_NE, CMP_GT = ComparisonType.EQ, ComparisonType.NE, ComparisonType.GT
+CMP_GE, CMP_LT, CMP_LE = ComparisonType.GE, ComparisonType.LT, ComparisonType.LE
+THREAD_SINGLE, THREAD_FUNNELED = ThreadLevel.SINGLE, ThreadLevel.FUNNELED
+THREAD_SERIALIZED, THREAD_MULTIPLE = ThreadLevel.SERIALIZED, ThreadLevel.MULTIPLE
+
 __version__ = "0.1.0"
 
 _c_init = _ushmem.init
@@ -509,5 +543,37 @@ def live_allocations():
     return _ushmem._allocations()
 
 
+def stats():
+    """This PE's call counters, as a dict: puts, gets, put_bytes, get_bytes, bytes, amos,
+    barriers, syncs, collectives, quiets, fences. They count the successful calls made
+    through this Python module (the binding counts them; the C library keeps none), since
+    the import or reset_stats(): putmem* and putmem_signal* are puts, getmem* gets (bytes: their
+    nbytes), every <type>_atomic_<op> an AMO, barrier_all/barrier(_on_stream) barriers,
+    sync_all/team_sync(_on_stream) syncs, alltoall/broadcast/fcollect/reduce collectives.
+    interop.torch's put/get/barrier_all/collectives are counted through these."""
+    return _ushmem._stats()
+
+
+def dump_stats(file=None):
+    """Print this PE's call counters (see stats()) as one line on file (default stdout);
+    returns them as a dict."""
+    st = stats()
+    pe = _ushmem.my_pe() if _ushmem.is_initialized() else -1
+    print(f"ushmem: PE {pe} stats: puts {st['puts']} ({st['put_bytes']} B), gets {st['gets']} "
+          f"({st['get_bytes']} B), AMOs {st['amos']}, barriers {st['barriers']}, syncs "
+          f"{st['syncs']}, collectives {st['collectives']}, quiets {st['quiets']}, fences "
+          f"{st['fences']}", file=file if file is not None else _sys.stdout, flush=True)
+    return st
+
+
+def reset_stats():
+    """Zero this PE's call counters (see stats())."""
+    _ushmem._reset_stats()
+
+
 # The device API's handle (kernels that communicate): ushmem.device.
 from .device import DeviceHandle, device_handle, device_why  # noqa: E402,F401
+
+
+__all__ = sorted(_n for _n, _v in globals().items()
+                 if not _n.startswith("_") and not isinstance(_v, type(_os)))

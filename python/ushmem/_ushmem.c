@@ -1220,14 +1220,19 @@ static PyObject *SymBuf_dlpack_device(PyObject *self, PyObject *unused)
 
 static PyMethodDef SymBuf_methods[] = {
     {"free", SymBuf_free, METH_NOARGS,
-     "free(): collective and idempotent; frees the symmetric memory on every PE."},
-    {"__enter__", SymBuf_enter, METH_NOARGS, NULL},
-    {"__exit__", SymBuf_exit, METH_VARARGS, "Frees the buffer (collective)."},
+     "free($self, /)\n--\n\nOwning buffer: collective and idempotent, frees the symmetric "
+     "memory on every PE. A view: marks the view freed (local; the memory stays)."},
+    {"__enter__", SymBuf_enter, METH_NOARGS, "__enter__($self, /)\n--\n\nReturns the buffer."},
+    {"__exit__", SymBuf_exit, METH_VARARGS,
+     "__exit__($self, *exc)\n--\n\nFrees an owning buffer (collective)."},
     {"__dlpack__", FN(SymBuf_dlpack), METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "DLPack capsule of the bytes (uint8, 1-D)."},
-    {"__dlpack_device__", SymBuf_dlpack_device, METH_NOARGS, NULL},
+    {"__dlpack_device__", SymBuf_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n(device type, device id) for DLPack."},
     {"get_remote_ptr", SymBuf_get_remote_ptr, METH_O,
-     "get_remote_ptr(pe): address of PE pe's copy as mapped in this process (int)."},
+     "get_remote_ptr($self, pe, /)\n--\n\nAddress of PE pe's copy as mapped in this process "
+     "(int)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1278,8 +1283,11 @@ static PyTypeObject SymBufType = {
     .tp_as_buffer = &SymBuf_as_buffer,
     .tp_as_number = &SymBuf_as_number,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "SymmetricBuffer(nbytes, device=None, zero=False): a collective allocation on the "
-              "symmetric heap.\n\nfree() is explicit, collective and idempotent; garbage "
+    .tp_doc = "SymmetricBuffer(nbytes, device=None, zero=False, *, ptr=None, dtype=None, "
+              "own_data=True)\n--\n\n"
+              "A collective allocation of nbytes on the symmetric heap (device='cuda': the device "
+              "heap); with ptr= and own_data=False, a non-owning view of nbytes of live "
+              "symmetric memory at ptr.\n\nfree() is explicit, collective and idempotent; garbage "
               "collection never frees (it warns, and finalize() reports the leak). Slicing "
               "yields non-owning views. Exposes the buffer protocol, __array_interface__ "
               "(host) / __cuda_array_interface__ (device) and __dlpack__.",
@@ -2970,11 +2978,16 @@ static PyObject *Team_get_handle(PyObject *self, void *c)
 }
 
 static PyMethodDef Team_methods[] = {
-    {"my_pe", Team_my_pe, METH_NOARGS, "This PE's number in the team."},
-    {"n_pes", Team_n_pes, METH_NOARGS, "Number of PEs in the team."},
-    {"translate_pe", FN(Team_translate_pe), METH_FASTCALL, "translate_pe(pe, dest_team)"},
-    {"sync", Team_sync, METH_NOARGS, "team_sync(team)"},
-    {"destroy", Team_destroy, METH_NOARGS, "team_destroy(team)"},
+    {"my_pe", Team_my_pe, METH_NOARGS,
+     "my_pe($self, /)\n--\n\nThis PE's number in the team (-1 for TEAM_INVALID)."},
+    {"n_pes", Team_n_pes, METH_NOARGS,
+     "n_pes($self, /)\n--\n\nNumber of PEs in the team (-1 for TEAM_INVALID)."},
+    {"translate_pe", FN(Team_translate_pe), METH_FASTCALL,
+     "translate_pe($self, pe, dest_team=0, /)\n--\n\nThe number in dest_team of "
+     "this team's PE pe, or -1."},
+    {"sync", Team_sync, METH_NOARGS, "sync($self, /)\n--\n\nteam_sync(team)."},
+    {"destroy", Team_destroy, METH_NOARGS,
+     "destroy($self, /)\n--\n\nteam_destroy(team) (collective over the team)."},
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef Team_getset[] = {
@@ -3640,123 +3653,427 @@ T_BIT(DEF_AND)
 T_BIT(DEF_OR)
 T_BIT(DEF_XOR)
 
-#define ML(N, OP)                 {#N "_atomic_" #OP, FN(py_##N##_atomic_##OP), METH_FASTCALL, NULL},
-#define ML_FETCH(N, T, K, LO, HI) ML(N, fetch)
-#define ML_SET(N, T, K, LO, HI)   ML(N, set)
-#define ML_SWAP(N, T, K, LO, HI)  ML(N, swap)
-#define ML_CSWAP(N, T, K, LO, HI) ML(N, compare_swap)
-#define ML_FINC(N, T, K, LO, HI)  ML(N, fetch_inc)
-#define ML_INC(N, T, K, LO, HI)   ML(N, inc)
-#define ML_FADD(N, T, K, LO, HI)  ML(N, fetch_add)
-#define ML_ADD(N, T, K, LO, HI)   ML(N, add)
-#define ML_FAND(N, T, K, LO, HI)  ML(N, fetch_and)
-#define ML_FOR(N, T, K, LO, HI)   ML(N, fetch_or)
-#define ML_FXOR(N, T, K, LO, HI)  ML(N, fetch_xor)
-#define ML_AND(N, T, K, LO, HI)   ML(N, and)
-#define ML_OR(N, T, K, LO, HI)    ML(N, or)
-#define ML_XOR(N, T, K, LO, HI)   ML(N, xor)
+/* ------------------------------------------------------------------------ */
+/* Public functions: keyword arguments, text signatures, statistics           */
+/* ------------------------------------------------------------------------ */
+
+/* Every public function is called through kw_call: positional calls go
+ * straight to the implementation (METH_NOARGS, METH_O or METH_FASTCALL);
+ * keyword arguments are put in place by the parameter names of the text
+ * signature (parsed at the first keyword call). A successful call is counted
+ * in the statistics of its kind (dump_stats()). */
+enum { ST_NONE, ST_PUT, ST_GET, ST_AMO, ST_BARRIER, ST_SYNC, ST_QUIET, ST_FENCE, ST_COLL, ST_N };
+static unsigned long long g_stats[ST_N], g_stat_bytes[2];
+
+typedef PyObject *(*fast_fn)(PyObject *, PyObject *const *, Py_ssize_t);
+
+typedef struct {
+    const char *sig;    /* "name($module, a, b=None)" */
+    void (*impl)(void); /* the implementation, of the type its flags say */
+    int flags;          /* METH_NOARGS, METH_O or METH_FASTCALL */
+    int kind;           /* ST_* */
+    PyObject *names;    /* tuple of parameter names, or NULL before the first keyword call */
+    Py_ssize_t nreq;    /* parameters without a default */
+} kwinfo_t;
+
+#define KW_MAX 12
+
+/* The function's name (the signature up to its parenthesis), for messages. */
+static const char *kw_fname(const kwinfo_t *k, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.*s", (int)(strchr(k->sig, '(') - k->sig), k->sig);
+    return buf;
+}
+
+static int kw_parse_names(kwinfo_t *k)
+{
+    PyObject *list = PyList_New(0);
+    if (!list)
+        return -1;
+    const char *p = strchr(k->sig, '(') + 1;
+    Py_ssize_t nreq = 0;
+    int optional = 0;
+    while (*p && *p != ')') {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *b = p;
+        while (*p && *p != ',' && *p != ')' && *p != '=')
+            p++;
+        const char *e = p;
+        while (e > b && e[-1] == ' ')
+            e--;
+        if (*p == '=') {
+            optional = 1;
+            while (*p && *p != ',' && *p != ')')
+                p++;
+        }
+        if (e == b || *b == '$' || ((e - b) == 1 && (*b == '/' || *b == '*')))
+            continue;
+        PyObject *name = PyUnicode_FromStringAndSize(b, e - b);
+        if (!name || PyList_Append(list, name) < 0) {
+            Py_XDECREF(name);
+            Py_DECREF(list);
+            return -1;
+        }
+        PyUnicode_InternInPlace(&name);
+        Py_DECREF(name);
+        if (!optional)
+            nreq++;
+    }
+    k->names = PyList_AsTuple(list);
+    Py_DECREF(list);
+    k->nreq = nreq;
+    return k->names ? 0 : -1;
+}
+
+/* The positional array for a call with keyword arguments (skipped optional
+ * parameters before a given one are None); the count, or -1. */
+static Py_ssize_t kw_merge(kwinfo_t *k, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                           PyObject **out)
+{
+    if (!k->names && kw_parse_names(k) < 0)
+        return -1;
+    char nbuf[64];
+    const char *name = kw_fname(k, nbuf, sizeof nbuf);
+    Py_ssize_t np = PyTuple_GET_SIZE(k->names), nkw = PyTuple_GET_SIZE(kwnames);
+    if (nargs > np || np > KW_MAX) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %zd arguments (%zd given)", name, np,
+                     nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < np; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+        Py_ssize_t i = 0;
+        while (i < np && PyTuple_GET_ITEM(k->names, i) != key)
+            i++;
+        if (i == np) /* not interned alike: compare the text */
+            for (i = 0; i < np && PyUnicode_Compare(PyTuple_GET_ITEM(k->names, i), key); i++)
+                ;
+        if (i == np) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", name,
+                         key);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'", name, key);
+            return -1;
+        }
+        out[i] = args[nargs + j];
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < np; i++)
+        if (out[i])
+            n = i + 1;
+    if (n < k->nreq)
+        n = k->nreq;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (out[i])
+            continue;
+        if (i < k->nreq) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%U' (pos %zd)", name,
+                         PyTuple_GET_ITEM(k->names, i), i + 1);
+            return -1;
+        }
+        out[i] = Py_None;
+    }
+    return n;
+}
+
+static void stat_count(int kind, PyObject *const *args, Py_ssize_t nargs)
+{
+    g_stats[kind]++;
+    if ((kind == ST_PUT || kind == ST_GET) && nargs > 2 && PyLong_Check(args[2])) {
+        size_t b = PyLong_AsSize_t(args[2]);
+        if (b == (size_t)-1 && PyErr_Occurred())
+            PyErr_Clear();
+        else
+            g_stat_bytes[kind - ST_PUT] += b;
+    }
+}
+
+static PyObject *kw_call(kwinfo_t *k, PyObject *m, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames)
+{
+    PyObject *merged[KW_MAX];
+    if (UNLIKELY(kwnames && PyTuple_GET_SIZE(kwnames))) {
+        nargs = kw_merge(k, args, nargs, kwnames, merged);
+        if (nargs < 0)
+            return NULL;
+        args = merged;
+    }
+    PyObject *r;
+    if (k->flags == METH_FASTCALL) {
+        r = ((fast_fn)k->impl)(m, args, nargs);
+    } else if (k->flags == METH_O) {
+        if (UNLIKELY(nargs != 1)) {
+            char nbuf[64];
+            PyErr_Format(PyExc_TypeError, "%s() takes exactly one argument (%zd given)",
+                         kw_fname(k, nbuf, sizeof nbuf), nargs);
+            return NULL;
+        }
+        r = ((PyCFunction)k->impl)(m, args[0]);
+    } else {
+        if (UNLIKELY(nargs != 0)) {
+            char nbuf[64];
+            PyErr_Format(PyExc_TypeError, "%s() takes no arguments (%zd given)",
+                         kw_fname(k, nbuf, sizeof nbuf), nargs);
+            return NULL;
+        }
+        r = ((PyCFunction)k->impl)(m, NULL);
+    }
+    if (r && k->kind)
+        stat_count(k->kind, args, nargs);
+    return r;
+}
+
+/* _stats() -> dict of the counters; _reset_stats(). */
+static PyObject *py__stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "puts", g_stats[ST_PUT],
+                         "gets", g_stats[ST_GET], "put_bytes", g_stat_bytes[0], "get_bytes",
+                         g_stat_bytes[1], "bytes", g_stat_bytes[0] + g_stat_bytes[1], "amos",
+                         g_stats[ST_AMO], "barriers", g_stats[ST_BARRIER], "syncs",
+                         g_stats[ST_SYNC], "collectives", g_stats[ST_COLL], "quiets",
+                         g_stats[ST_QUIET], "fences", g_stats[ST_FENCE]);
+}
+static PyObject *py__reset_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    memset(g_stats, 0, sizeof g_stats);
+    memset(g_stat_bytes, 0, sizeof g_stat_bytes);
+    Py_RETURN_NONE;
+}
+
+/* The public functions that take positional arguments in C:
+ * X(name, flags, statistics kind, "($module, parameters)", "doc"). The
+ * functions with METH_VARARGS | METH_KEYWORDS are in the table directly. */
+/* clang-format off */
+#define PUBLIC_FUNCS(X) \
+    X(get_uniqueid, METH_NOARGS, ST_NONE, "($module, /)", \
+      "A unique id (bytes, UNIQUEID_BYTES long) for init_attr(): make it on rank 0, ship it to " \
+      "every rank.") \
+    X(finalize, METH_NOARGS, ST_NONE, "($module, /)", \
+      "Collective: destroys the teams the package made, reports symmetric memory never freed " \
+      "(LeakWarning) and finalizes the library.") \
+    X(is_initialized, METH_NOARGS, ST_NONE, "($module, /)", \
+      "True between a successful init and finalize().") \
+    X(cuda_device, METH_NOARGS, ST_NONE, "($module, /)", \
+      "Ordinal of the CUDA device bound to ushmem on this PE (its device heap), or None.") \
+    X(my_pe, METH_NOARGS, ST_NONE, "($module, /)", "This PE's number in TEAM_WORLD.") \
+    X(n_pes, METH_NOARGS, ST_NONE, "($module, /)", "The number of PEs in TEAM_WORLD.") \
+    X(query_thread, METH_NOARGS, ST_NONE, "($module, /)", \
+      "The thread level the library provides (THREAD_*).") \
+    X(pe_accessible, METH_O, ST_NONE, "($module, pe, /)", \
+      "True when PE pe is reachable from this PE.") \
+    X(addr_accessible, METH_FASTCALL, ST_NONE, "($module, addr, pe)", \
+      "True when the symmetric object addr is reachable on PE pe.") \
+    X(info_get_version, METH_NOARGS, ST_NONE, "($module, /)", \
+      "The OpenSHMEM version implemented, as (major, minor).") \
+    X(info_get_name, METH_NOARGS, ST_NONE, "($module, /)", "The library's name and version.") \
+    X(wtime, METH_NOARGS, ST_NONE, "($module, /)", \
+      "Elapsed wall-clock time in seconds (float) from an arbitrary start.") \
+    X(global_exit, METH_O, ST_NONE, "($module, status)", \
+      "Stops every PE of the job with exit status status.") \
+    X(malloc, METH_O, ST_NONE, "($module, nbytes)", \
+      "Collective: nbytes of the symmetric heap; returns the address (int). 0 bytes: None. " \
+      "Free it with free() on every PE.") \
+    X(calloc, METH_FASTCALL, ST_NONE, "($module, count, size)", \
+      "Collective: count * size zeroed symmetric bytes; returns the address. A zero count or " \
+      "size raises Error (a RuntimeError).") \
+    X(align, METH_FASTCALL, ST_NONE, "($module, alignment, nbytes)", \
+      "Collective: nbytes of symmetric memory at a multiple of alignment (a power of two; " \
+      "otherwise Error, a RuntimeError); returns the address.") \
+    X(free, METH_O, ST_NONE, "($module, addr)", \
+      "Collective: frees a symmetric allocation (an address from malloc/calloc/align, or an " \
+      "owning SymmetricBuffer).") \
+    X(ptr, METH_FASTCALL, ST_NONE, "($module, dest, pe)", \
+      "The address of PE pe's copy of the symmetric object dest as mapped in this process, or " \
+      "None where it is not mapped.") \
+    X(get_peer_buffer, METH_FASTCALL, ST_NONE, "($module, buf, pe, nbytes=None)", \
+      "A non-owning SymmetricBuffer over PE pe's copy of buf (mapped in this process); " \
+      "nbytes: how much of it (default: all).") \
+    X(get_heap_bases, METH_O, ST_NONE, "($module, buf)", \
+      "[address of each PE's copy of buf as mapped in this process, or None].") \
+    X(buffer_register, METH_FASTCALL, ST_NONE, "($module, addr, length=None)", \
+      "Registers local, non-symmetric memory (an object with the buffer protocol, or an " \
+      "address and length); returns the status: SUCCESS (0), or a negative ERR_* for a NULL " \
+      "address, zero length or overlap. Never raises for those.") \
+    X(buffer_unregister, METH_O, ST_NONE, "($module, addr)", \
+      "Unregisters memory buffer_register() registered; returns SUCCESS (0), or a negative " \
+      "ERR_* when addr is not registered.") \
+    X(buffer_unregister_all, METH_NOARGS, ST_NONE, "($module, /)", \
+      "Unregisters everything buffer_register() registered; returns None.") \
+    X(putmem, METH_FASTCALL, ST_PUT, "($module, dest, source, nbytes, pe)", \
+      "Copies nbytes from source (any buffer, array, tensor or address here) to PE pe's copy " \
+      "of the symmetric dest; returns when source may be reused.") \
+    X(getmem, METH_FASTCALL, ST_GET, "($module, dest, source, nbytes, pe)", \
+      "Copies nbytes from PE pe's copy of the symmetric source into dest (any writable " \
+      "memory here); returns when the data has arrived.") \
+    X(putmem_nbi, METH_FASTCALL, ST_PUT, "($module, dest, source, nbytes, pe)", \
+      "putmem that may return before completion: quiet() completes it.") \
+    X(getmem_nbi, METH_FASTCALL, ST_GET, "($module, dest, source, nbytes, pe)", \
+      "getmem that may return before the data arrives: quiet() completes it.") \
+    X(putmem_on_stream, METH_FASTCALL, ST_PUT, "($module, dest, source, nbytes, pe, stream=None)", \
+      "putmem ordered on a CUDA stream (None: the legacy default stream with device memory; " \
+      "host memory without a stream: now). stream: a torch/cupy stream, a handle or None.") \
+    X(getmem_on_stream, METH_FASTCALL, ST_GET, "($module, dest, source, nbytes, pe, stream=None)", \
+      "getmem ordered on a CUDA stream (see putmem_on_stream).") \
+    X(putmem_nbi_on_stream, METH_FASTCALL, ST_PUT, \
+      "($module, dest, source, nbytes, pe, stream=None)", \
+      "putmem_nbi ordered on a CUDA stream; quiet_on_stream completes it.") \
+    X(getmem_nbi_on_stream, METH_FASTCALL, ST_GET, \
+      "($module, dest, source, nbytes, pe, stream=None)", \
+      "getmem_nbi ordered on a CUDA stream; quiet_on_stream completes it.") \
+    X(putmem_signal, METH_FASTCALL, ST_PUT, \
+      "($module, dest, source, nbytes, sig_addr, signal, sig_op, pe)", \
+      "putmem, then updates the uint64 signal word sig_addr on PE pe with signal " \
+      "(sig_op SIGNAL_SET or SIGNAL_ADD) once the data is delivered.") \
+    X(putmem_signal_nbi, METH_FASTCALL, ST_PUT, \
+      "($module, dest, source, nbytes, sig_addr, signal, sig_op, pe)", \
+      "putmem_signal that may return before completion: quiet() completes it.") \
+    X(putmem_signal_on_stream, METH_FASTCALL, ST_PUT, \
+      "($module, dest, source, nbytes, sig_addr, signal, sig_op, pe, stream=None)", \
+      "putmem_signal ordered on a CUDA stream.") \
+    X(signal_fetch, METH_O, ST_NONE, "($module, sig_addr)", \
+      "The value of this PE's uint64 signal word sig_addr (an atomic read).") \
+    X(signal_wait_until, METH_FASTCALL, ST_NONE, "($module, sig_addr, cmp, cmp_value)", \
+      "Blocks until this PE's signal word sig_addr compares (CMP_*) true with cmp_value; " \
+      "returns its value. Ctrl-C interrupts it.") \
+    X(signal_wait_until_on_stream, METH_FASTCALL, ST_NONE, \
+      "($module, sig_addr, cmp, cmp_value, stream=None)", \
+      "signal_wait_until ordered on a CUDA stream (later work on the stream waits).") \
+    X(fence, METH_NOARGS, ST_FENCE, "($module, /)", \
+      "Orders this PE's puts and AMOs to each PE: earlier ones are delivered first.") \
+    X(quiet, METH_NOARGS, ST_QUIET, "($module, /)", \
+      "Completes every put, get and AMO this PE issued.") \
+    X(barrier_all, METH_NOARGS, ST_BARRIER, "($module, /)", \
+      "quiet(), then waits until every PE arrives.") \
+    X(sync_all, METH_NOARGS, ST_SYNC, "($module, /)", \
+      "Waits until every PE arrives (no quiet: pending puts may still be in flight).") \
+    X(quiet_on_stream, METH_FASTCALL, ST_QUIET, "($module, stream=None)", \
+      "quiet ordered on a CUDA stream (without a device: now).") \
+    X(barrier_all_on_stream, METH_FASTCALL, ST_BARRIER, "($module, stream=None)", \
+      "barrier_all ordered on a CUDA stream (without a device: now).") \
+    X(sync_all_on_stream, METH_FASTCALL, ST_SYNC, "($module, stream=None)", \
+      "sync_all ordered on a CUDA stream (without a device: now).") \
+    X(barrier, METH_O, ST_BARRIER, "($module, team)", \
+      "quiet(), then waits until every PE of team arrives. TEAM_INVALID: returns at once.") \
+    X(team_sync, METH_O, ST_SYNC, "($module, team)", \
+      "Waits until every PE of team arrives. TEAM_INVALID: returns at once.") \
+    X(barrier_on_stream, METH_FASTCALL, ST_BARRIER, "($module, team, stream=None)", \
+      "barrier(team) ordered on a CUDA stream.") \
+    X(team_sync_on_stream, METH_FASTCALL, ST_SYNC, "($module, team, stream=None)", \
+      "team_sync(team) ordered on a CUDA stream.") \
+    X(team_my_pe, METH_O, ST_NONE, "($module, team)", \
+      "This PE's number in team; -1 for TEAM_INVALID.") \
+    X(team_n_pes, METH_O, ST_NONE, "($module, team)", \
+      "The number of PEs in team; -1 for TEAM_INVALID.") \
+    X(team_translate_pe, METH_FASTCALL, ST_NONE, "($module, src_team, src_pe, dest_team)", \
+      "The number in dest_team of PE src_pe of src_team, or -1.") \
+    X(team_destroy, METH_O, ST_NONE, "($module, team)", \
+      "Collective over team: destroys a team made by a split. TEAM_WORLD, TEAM_SHARED and " \
+      "TEAM_INVALID: a no-op.") \
+    X(alltoallmem, METH_FASTCALL, ST_COLL, "($module, team, dest, source, nbytes_per_pe)", \
+      "Collective: block j of source goes to block i of dest on team PE j (i: this PE).") \
+    X(alltoallmem_on_stream, METH_FASTCALL, ST_COLL, \
+      "($module, team, dest, source, nbytes_per_pe, stream=None)", \
+      "alltoallmem ordered on a CUDA stream.") \
+    X(broadcastmem, METH_FASTCALL, ST_COLL, "($module, team, dest, source, nbytes, pe_root)", \
+      "Collective: nbytes of source on team PE pe_root go to dest on every team PE.") \
+    X(broadcastmem_on_stream, METH_FASTCALL, ST_COLL, \
+      "($module, team, dest, source, nbytes, pe_root, stream=None)", \
+      "broadcastmem ordered on a CUDA stream.") \
+    X(fcollectmem, METH_FASTCALL, ST_COLL, "($module, team, dest, source, nbytes)", \
+      "Collective: dest gets every team PE's nbytes of source, in team order.") \
+    X(fcollectmem_on_stream, METH_FASTCALL, ST_COLL, \
+      "($module, team, dest, source, nbytes, stream=None)", \
+      "fcollectmem ordered on a CUDA stream.") \
+    X(reduce_on_stream, METH_FASTCALL, ST_COLL, \
+      "($module, team, dest, source, nreduce, type, op, stream=None)", \
+      "Collective reduction of nreduce elements: shmemx_<type>_<op>_reduce_on_stream, e.g. " \
+      "type 'float', op 'sum' (without a device: now).")
+
+/* Atomics: X(type, op, parameters, doc) per op (the type is spliced in). */
+#define KW_WRAP(name, fl, kind, sig, doc) \
+    static kwinfo_t ki_##name = {#name sig, (void (*)(void))py_##name, fl, kind, NULL, 0}; \
+    static PyObject *kw_##name(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) \
+    { \
+        return kw_call(&ki_##name, m, a, n, k); \
+    }
+#define KW_ENTRY(name, fl, kind, sig, doc) \
+    {#name, FN(kw_##name), METH_FASTCALL | METH_KEYWORDS, #name sig "\n--\n\n" doc},
+PUBLIC_FUNCS(KW_WRAP)
+
+#define AMO_OPS(X, N) \
+    X(N, fetch, "($module, source, pe)", "Atomically reads the " #N " at source on PE pe.") \
+    X(N, set, "($module, dest, value, pe)", "Atomically writes value to the " #N " at dest on PE pe.") \
+    X(N, swap, "($module, dest, value, pe)", \
+      "Atomically writes value to the " #N " at dest on PE pe; returns the old value.")
+#define AMO_OPS_INT(X, N) \
+    X(N, compare_swap, "($module, dest, cond, value, pe)", \
+      "Atomically writes value to the " #N " at dest on PE pe if it equals cond; returns the " \
+      "old value.") \
+    X(N, fetch_inc, "($module, dest, pe)", \
+      "Atomically adds 1 to the " #N " at dest on PE pe; returns the old value.") \
+    X(N, inc, "($module, dest, pe)", "Atomically adds 1 to the " #N " at dest on PE pe.") \
+    X(N, fetch_add, "($module, dest, value, pe)", \
+      "Atomically adds value to the " #N " at dest on PE pe; returns the old value.") \
+    X(N, add, "($module, dest, value, pe)", "Atomically adds value to the " #N " at dest on PE pe.")
+#define AMO_OPS_BIT(X, N) \
+    X(N, fetch_and, "($module, dest, value, pe)", \
+      "Atomically ANDs value into the " #N " at dest on PE pe; returns the old value.") \
+    X(N, fetch_or, "($module, dest, value, pe)", \
+      "Atomically ORs value into the " #N " at dest on PE pe; returns the old value.") \
+    X(N, fetch_xor, "($module, dest, value, pe)", \
+      "Atomically XORs value into the " #N " at dest on PE pe; returns the old value.") \
+    X(N, and, "($module, dest, value, pe)", "Atomically ANDs value into the " #N " at dest on PE pe.") \
+    X(N, or, "($module, dest, value, pe)", "Atomically ORs value into the " #N " at dest on PE pe.") \
+    X(N, xor, "($module, dest, value, pe)", "Atomically XORs value into the " #N " at dest on PE pe.")
+#define AMO_WRAP(N, OP, SIG, DOC) KW_WRAP(N##_atomic_##OP, METH_FASTCALL, ST_AMO, SIG, DOC)
+#define AMO_ENTRY(N, OP, SIG, DOC) KW_ENTRY(N##_atomic_##OP, METH_FASTCALL, ST_AMO, SIG, DOC)
+#define AMO_STD_W(N, T, K, LO, HI) AMO_OPS(AMO_WRAP, N)
+#define AMO_INT_W(N, T, K, LO, HI) AMO_OPS_INT(AMO_WRAP, N)
+#define AMO_BIT_W(N, T, K, LO, HI) AMO_OPS_BIT(AMO_WRAP, N)
+#define AMO_STD_E(N, T, K, LO, HI) AMO_OPS(AMO_ENTRY, N)
+#define AMO_INT_E(N, T, K, LO, HI) AMO_OPS_INT(AMO_ENTRY, N)
+#define AMO_BIT_E(N, T, K, LO, HI) AMO_OPS_BIT(AMO_ENTRY, N)
+T_STD(AMO_STD_W)
+T_INT(AMO_INT_W)
+T_BIT(AMO_BIT_W)
 
 /* ------------------------------------------------------------------------ */
 /* Module                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* The method table: one entry per line (the formatter cannot lay out macro
- * entries). */
-/* clang-format off */
-#define F_(name, flags, doc) {#name, FN(py_##name), flags, doc}
+#define F_(name, flags, sig, doc) {#name, FN(py_##name), flags, #name sig "\n--\n\n" doc}
 #define KW (METH_VARARGS | METH_KEYWORDS)
 static PyMethodDef methods[] = {
-    /* setup */
-    F_(init, KW,
-       "init(thread_level=THREAD_MULTIPLE) -> provided: from the launcher "
-       "environment (ushrun, torchrun, or alone)."),
-    F_(get_uniqueid, METH_NOARGS, "get_uniqueid() -> bytes (128): rank 0 makes it, ships it."),
-    F_(init_attr, KW, "init_attr(rank, nranks, uid, device=None, thread_level=THREAD_MULTIPLE)"),
-    F_(finalize, METH_NOARGS,
-       "finalize(): destroys the package's teams, reports leaked "
-       "symmetric memory (LeakWarning), finalizes the library."),
-    F_(is_initialized, METH_NOARGS, NULL),
-    F_(cuda_device, METH_NOARGS,
-       "cuda_device() -> ordinal of the CUDA device bound to ushmem on this PE (its device "
-       "heap), or None"),
+    F_(init, KW, "($module, thread_level=None)",
+       "Initializes from the launcher's environment (ushrun, torchrun, mpirun, or alone: one "
+       "PE); returns the thread level provided."),
+    F_(init_attr, KW, "($module, rank, nranks, uid, device=None, thread_level=None)",
+       "Initializes with a unique id from get_uniqueid() on rank 0, shipped to every rank."),
+    F_(create_buffer, KW, "($module, nbytes, device=None, zero=False)",
+       "Collective: a SymmetricBuffer of nbytes (host heap; device='cuda': the device heap of "
+       "the bound GPU); zero=True zeroes it."),
+    F_(team_split_strided, KW,
+       "($module, parent, start, stride, size, config=None, config_mask=0)",
+       "Collective over parent: (status, team) with the parent PEs start, start + stride, ... "
+       "(size of them); PEs outside it get TEAM_INVALID."),
+    F_(team_split_2d, KW,
+       "($module, parent, xrange, xaxis_config=None, xaxis_mask=0, yaxis_config=None, "
+       "yaxis_mask=0)",
+       "Collective over parent: (status, xteam, yteam) of a 2-D grid xrange PEs wide."),
     {"_cuda_device_count", FN(py_cuda_device_count), METH_NOARGS, NULL},
-    F_(my_pe, METH_NOARGS, NULL),
-    F_(n_pes, METH_NOARGS, NULL),
-    F_(query_thread, METH_NOARGS, NULL),
-    F_(pe_accessible, METH_O, NULL),
-    F_(addr_accessible, METH_FASTCALL, "addr_accessible(addr, pe)"),
-    F_(info_get_version, METH_NOARGS, NULL),
-    F_(info_get_name, METH_NOARGS, NULL),
-    F_(wtime, METH_NOARGS, NULL),
-    F_(global_exit, METH_O, "global_exit(status): stops every PE of the job."),
-    /* memory */
-    F_(create_buffer, KW,
-       "create_buffer(nbytes, device=None, zero=False) -> SymmetricBuffer "
-       "(collective)"),
-    F_(malloc, METH_O, "malloc(nbytes) -> int address (collective)"),
-    F_(calloc, METH_FASTCALL, "calloc(count, size) -> int address (collective)"),
-    F_(align, METH_FASTCALL, "align(alignment, nbytes) -> int address (collective)"),
-    F_(free, METH_O, "free(addr_or_buffer) (collective)"),
-    F_(ptr, METH_FASTCALL, "ptr(dest, pe) -> address of pe's copy in this process, or None"),
-    F_(get_peer_buffer, METH_FASTCALL,
-       "get_peer_buffer(buf, pe, nbytes=None) -> non-owning "
-       "SymmetricBuffer view of pe's copy"),
-    F_(get_heap_bases, METH_O, "get_heap_bases(buf) -> [address of each PE's copy, or None]"),
-    F_(buffer_register, METH_FASTCALL, "buffer_register(addr, length=None)"),
-    F_(buffer_unregister, METH_O, NULL),
-    F_(buffer_unregister_all, METH_NOARGS, NULL),
     {"_allocations", FN(py_allocations), METH_NOARGS, "[(addr, nbytes, kind)] live allocations"},
     {"_owner_of", FN(py_owner_of), METH_O, NULL},
-    /* RMA */
-    F_(putmem, METH_FASTCALL, "putmem(dest, source, nbytes, pe)"),
-    F_(getmem, METH_FASTCALL, "getmem(dest, source, nbytes, pe)"),
-    F_(putmem_nbi, METH_FASTCALL, NULL),
-    F_(getmem_nbi, METH_FASTCALL, NULL),
-    F_(putmem_on_stream, METH_FASTCALL, "putmem_on_stream(dest, source, nbytes, pe, stream=None)"),
-    F_(getmem_on_stream, METH_FASTCALL, "getmem_on_stream(dest, source, nbytes, pe, stream=None)"),
-    F_(putmem_nbi_on_stream, METH_FASTCALL, NULL),
-    F_(getmem_nbi_on_stream, METH_FASTCALL, NULL),
-    F_(putmem_signal, METH_FASTCALL, "putmem_signal" PUT_SIGNAL_SIG ")"),
-    F_(putmem_signal_nbi, METH_FASTCALL, NULL),
-    F_(putmem_signal_on_stream, METH_FASTCALL,
-       "putmem_signal_on_stream" PUT_SIGNAL_SIG ", stream=None)"),
-    F_(signal_fetch, METH_O, NULL),
-    F_(signal_wait_until, METH_FASTCALL, "signal_wait_until(sig_addr, cmp, cmp_value) -> value"),
-    F_(signal_wait_until_on_stream, METH_FASTCALL, NULL),
-    /* sync */
-    F_(fence, METH_NOARGS, NULL),
-    F_(quiet, METH_NOARGS, NULL),
-    F_(barrier_all, METH_NOARGS, NULL),
-    F_(sync_all, METH_NOARGS, NULL),
-    F_(quiet_on_stream, METH_FASTCALL, NULL),
-    F_(barrier_all_on_stream, METH_FASTCALL, NULL),
-    F_(sync_all_on_stream, METH_FASTCALL, NULL),
-    F_(barrier, METH_O, "barrier(team): quiet + team sync"),
-    F_(team_sync, METH_O, NULL),
-    F_(barrier_on_stream, METH_FASTCALL, NULL),
-    F_(team_sync_on_stream, METH_FASTCALL, NULL),
-    /* teams */
-    F_(team_my_pe, METH_O, NULL),
-    F_(team_n_pes, METH_O, NULL),
-    F_(team_translate_pe, METH_FASTCALL, "team_translate_pe(src_team, src_pe, dest_team)"),
-    F_(team_split_strided, KW,
-       "team_split_strided(parent, start, stride, size, config=None, "
-       "config_mask=0) -> (status, team)"),
-    F_(team_split_2d, KW,
-       "team_split_2d(parent, xrange, xaxis_config=None, xaxis_mask=0, "
-       "yaxis_config=None, yaxis_mask=0) -> (status, xteam, yteam)"),
-    F_(team_destroy, METH_O, NULL),
-    /* collectives */
-    F_(alltoallmem, METH_FASTCALL, "alltoallmem(team, dest, source, nbytes_per_pe)"),
-    F_(alltoallmem_on_stream, METH_FASTCALL, NULL),
-    F_(broadcastmem, METH_FASTCALL, "broadcastmem(team, dest, source, nbytes, pe_root)"),
-    F_(broadcastmem_on_stream, METH_FASTCALL, NULL),
-    F_(fcollectmem, METH_FASTCALL, "fcollectmem(team, dest, source, nbytes)"),
-    F_(fcollectmem_on_stream, METH_FASTCALL, NULL),
-    F_(reduce_on_stream, METH_FASTCALL,
-       "reduce_on_stream(team, dest, source, nreduce, type, op, stream=None): "
-       "shmemx_<type>_<op>_reduce_on_stream, e.g. type 'float', op 'sum'"),
-    /* atomics */
+    {"_stats", FN(py__stats), METH_NOARGS, "_stats() -> dict of the call counters"},
+    {"_reset_stats", FN(py__reset_stats), METH_NOARGS, "_reset_stats(): zero the counters"},
     /* device API */
     {"_dev_layout", FN(py__dev_layout), METH_NOARGS,
      "_dev_layout() -> (((name, offset, size), ...), sizeof(shmemx_dev_t))"},
@@ -3764,9 +4081,10 @@ static PyMethodDef methods[] = {
     {"_dev_peer_bases", FN(py__dev_peer_bases), METH_FASTCALL,
      "_dev_peer_bases(team=None) -> [device heap base of each team PE as mapped here, or 0]"},
     {"_dev_why", FN(py__dev_why), METH_NOARGS, "_dev_why() -> str or None (shmemx_dev_why)"},
-    T_STD(ML_FETCH) T_STD(ML_SET) T_STD(ML_SWAP)
-    T_INT(ML_CSWAP) T_INT(ML_FINC) T_INT(ML_INC) T_INT(ML_FADD) T_INT(ML_ADD)
-    T_BIT(ML_FAND) T_BIT(ML_FOR) T_BIT(ML_FXOR) T_BIT(ML_AND) T_BIT(ML_OR) T_BIT(ML_XOR)
+    PUBLIC_FUNCS(KW_ENTRY)
+    T_STD(AMO_STD_E)
+    T_INT(AMO_INT_E)
+    T_BIT(AMO_BIT_E)
     {NULL, NULL, 0, NULL},
 };
 /* clang-format on */
