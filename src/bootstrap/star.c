@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -1002,10 +1003,30 @@ typedef struct {
     char src[96]; /* what the per-source cap counts: IP, or pid */
 } pending_t;
 
+/* One line per refused connection, up to REFUSALS_LOGGED in a join; past
+ * that they are counted and root_join says how many (a stranger connecting
+ * in a loop must not fill the job's log). */
+#define REFUSALS_LOGGED 100
+static int refusals;
+
+static void refused(const char *from, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
+static void refused(const char *from, const char *fmt, ...)
+{
+    if (++refusals > REFUSALS_LOGGED)
+        return;
+    char why[STATUS_MAX + 32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    BS_ERR("refused a connection from %s: %s%s", from, why,
+           refusals == REFUSALS_LOGGED ? " (further refusals are only counted)" : "");
+}
+
 static void pending_drop(pending_t *p, int *np, int i, const char *why)
 {
     if (why)
-        BS_ERR("refused a connection from %s: %s", p[i].from, why);
+        refused(p[i].from, "%s", why);
     close(p[i].fd);
     p[i] = p[--*np];
 }
@@ -1018,7 +1039,7 @@ static int root_judge(const pending_t *p, const uint8_t *secret)
     uint32_t type = get32(p->in), len = (uint32_t)get64(p->in + 8);
     int rank = -1;
     if (type != MSG_HELLO || len != HELLO_BYTES || get32(h) != BS_MAGIC) {
-        BS_ERR("refused a connection from %s: not a ushmem bootstrap hello", p->from);
+        refused(p->from, "not a ushmem bootstrap hello");
         return -1;
     }
     uint32_t version = get32(h + 4);
@@ -1054,15 +1075,60 @@ static int root_judge(const pending_t *p, const uint8_t *secret)
     /* A few dozen bytes into an empty socket buffer: never waits. */
     int rc = frame_send(p->fd, MSG_STATUS, 0, reply, rlen, deadline_in(1000));
     if (rank < 0) {
-        BS_ERR("refused a connection from %s: %s", p->from, reason);
+        refused(p->from, "%s", reason);
         return -1;
     }
     return rc ? -1 : rank; /* it left: it will fail, or retry, on its side */
 }
 
+/* An endpoint as /proc/net/tcp{,6} prints it: the address's 32-bit words
+ * and the port in host order, in hex. */
+static void proc_net_endpoint(const struct sockaddr_storage *sa, char *out, size_t size)
+{
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        snprintf(out, size, "%08X:%04X", (unsigned)in->sin_addr.s_addr,
+                 (unsigned)ntohs(in->sin_port));
+        return;
+    }
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+    uint32_t w[4];
+    memcpy(w, &in6->sin6_addr, sizeof w);
+    snprintf(out, size, "%08X%08X%08X%08X:%04X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2],
+             (unsigned)w[3], (unsigned)ntohs(in6->sin6_port));
+}
+
+/* A TCP peer on this host (in this network namespace): the uid that owns its
+ * socket, from the kernel's table. 0 and *uid, or -1 when it is not found (a
+ * remote peer, or gone already). */
+static int tcp_peer_uid(int fd, const struct sockaddr_storage *peer, uid_t *uid)
+{
+    struct sockaddr_storage self;
+    socklen_t len = sizeof self;
+    if (getsockname(fd, (struct sockaddr *)&self, &len) != 0 || self.ss_family != peer->ss_family)
+        return -1;
+    char want_local[64], want_rem[64], local[64], rem[64], line[512];
+    proc_net_endpoint(peer, want_local, sizeof want_local); /* the peer's own socket */
+    proc_net_endpoint(&self, want_rem, sizeof want_rem);
+    FILE *f = fopen(peer->ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6", "re");
+    if (!f)
+        return -1;
+    int rc = -1;
+    while (rc != 0 && fgets(line, sizeof line, f)) {
+        unsigned u;
+        if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %u", local, rem, &u) == 3 &&
+            !strcasecmp(local, want_local) && !strcasecmp(rem, want_rem)) {
+            *uid = (uid_t)u;
+            rc = 0;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
 /* Root: a new connection. Refuse another user's at once (unix sockets say
- * who connects); send the challenge; make room under the caps by dropping
- * the oldest silent connection (a PE that loses its place connects again). */
+ * who connects, /proc/net/tcp does for TCP from this host); send the challenge; make room under the
+ * caps by dropping the oldest silent connection (a PE that loses its place connects again). */
 static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *p, int *np)
 {
     static uint64_t accepted;
@@ -1073,7 +1139,7 @@ static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *
         struct ucred cr = {0, (uid_t)-1, (gid_t)-1};
         socklen_t l = sizeof cr;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 || cr.uid != geteuid()) {
-            BS_ERR("refused a connection from %s: another user", c.from);
+            refused(c.from, "another user");
             close(fd);
             return;
         }
@@ -1083,6 +1149,13 @@ static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *
         char *colon = strrchr(c.src, ':'); /* the IP without the port */
         if (colon)
             *colon = '\0';
+        /* A connection from this host names its owner in /proc/net/tcp. */
+        uid_t u;
+        if (tcp_peer_uid(fd, sa, &u) == 0 && u != geteuid()) {
+            refused(c.from, "another user (uid %u)", (unsigned)u);
+            close(fd);
+            return;
+        }
     }
     unsigned char ch[CHALLENGE_BYTES];
     put32(ch, BS_MAGIC);
@@ -1135,6 +1208,7 @@ static int root_join(const uint8_t *secret, int64_t dl)
 {
     int missing = st.nranks - 1, np = 0, rc = 0;
     pending_t *p = malloc(PENDING_MAX * sizeof *p);
+    refusals = 0;
     struct pollfd *pfd = malloc((PENDING_MAX + 1) * sizeof *pfd);
     if (!p || !pfd) {
         free(p);
@@ -1221,6 +1295,8 @@ static int root_join(const uint8_t *secret, int64_t dl)
     /* Everyone is in: whoever else still talks to us is not of this job. */
     while (np > 0)
         pending_drop(p, &np, np - 1, missing ? NULL : "the job is complete");
+    if (refusals > REFUSALS_LOGGED)
+        BS_ERR("refused %d more connections (not logged one by one)", refusals - REFUSALS_LOGGED);
     free(p);
     free(pfd);
     return rc;

@@ -116,6 +116,7 @@ ushrun_leg "same-uid stranger vs ushrun" ""
 # 2. Another uid.
 other=$(getent passwd ushstranger | cut -d: -f3)
 other=${other:-1001}
+as_other=""
 if [ "$(id -u)" != 0 ]; then
   echo "SKIP other-uid leg: not root (cannot become uid $other)"
 elif ! command -v setpriv >/dev/null; then
@@ -123,13 +124,16 @@ elif ! command -v setpriv >/dev/null; then
 elif ! setpriv --reuid="$other" --regid="$other" --clear-groups "$tmp/stranger" -t 0 >/dev/null 2>&1; then
   echo "SKIP other-uid leg: cannot run $tmp/stranger as uid $other"
 else
+  as_other=$other
   ushrun_leg "uid-$other stranger vs ushrun" "$other"
   grep -q "another user" "$tmp/leg.err" && ok "uid-$other: refusals name another user" \
     || echo "note: no connection of the uid-$other stranger was accepted during these jobs"
 fi
 
 # 3. torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...): a stranger
-# per job also hammers the TCP root on MASTER_PORT + 1.
+# per job also hammers the TCP root on MASTER_PORT + 1; every other job's
+# stranger is the other uid when we can be it (root refuses it at accept: the
+# owner of a local TCP socket is in /proc/net/tcp).
 torch_job() { # PORT
   local r pids=() rc=0 job=$SEC_JOB
   for r in 0 1; do
@@ -150,7 +154,7 @@ read -r eph _ </proc/sys/net/ipv4/ip_local_port_range
 eph=${eph:-32768}
 for ((i = 0; i < NT; i++)); do
   port=$((10000 + (RANDOM * 7 + 2 * i) % (eph - 10010)))
-  start_stranger tcp "" -s 24 -w 3000 -p $((port + 1))
+  start_stranger tcp "$([ $((i % 2)) = 1 ] && echo "$as_other")" -s 24 -w 3000 -p $((port + 1))
   run_jobs tcp 1 bash -c 'torch_job "$0"' "$port"
   FT=$((FT + FAILS)) TT=$((TT + TOTAL))
   [ "$SLOWEST" -gt "$ST" ] && ST=$SLOWEST
@@ -159,7 +163,14 @@ for ((i = 0; i < NT; i++)); do
   add_sum "$SUM"
 done
 FAILS=$FT SLOWEST=$ST TOTAL=$TT
-check_leg "same-uid stranger vs torchrun-style jobs ($NT x 2 PEs, TCP root raced too)" "$NT" "$tmp/tcp.err"
+who="same-uid"
+[ -n "$as_other" ] && who="same-uid and uid-$as_other"
+check_leg "$who strangers vs torchrun-style jobs ($NT x 2 PEs, TCP root raced too)" "$NT" "$tmp/tcp.err"
+if [ -n "$as_other" ]; then
+  grep -q "another user (uid $as_other)" "$tmp/tcp.err" \
+    && ok "torchrun-style: the uid-$as_other stranger was refused at accept" \
+    || bad "torchrun-style: no refusal names uid $as_other" "$(head -3 "$tmp/tcp.err")"
+fi
 
 # 4. mpirun, when the MPI module is built.
 if [ -f "$BUILD_DIR/libushmem_mpi.so" ] && command -v mpirun >/dev/null; then
