@@ -169,15 +169,23 @@ static const char *peer_check(int sock, const peer_card_t *card, struct ucred *c
     return NULL;
 }
 
+/* One line per refused connection, up to REFUSALS_LOGGED per exchange; the
+ * rest are counted (a stranger connecting in a loop must not fill the log). */
+#define REFUSALS_LOGGED 100
+static int refusals;
+
 static void refuse(int sock, const struct ucred *cr, int pe, const char *why, const char *call)
 {
-    if (pe >= 0)
-        ushmemi_error(call, "refused a local connection from pid %d (uid %d) claiming PE %d: %s",
-                      (int)cr->pid, (int)cr->uid, pe, why);
-    else
-        ushmemi_error(call, "refused a local connection from pid %d (uid %d): %s", (int)cr->pid,
-                      (int)cr->uid, why);
     close(sock);
+    if (++refusals > REFUSALS_LOGGED)
+        return;
+    const char *more = refusals == REFUSALS_LOGGED ? " (further refusals are only counted)" : "";
+    if (pe >= 0)
+        ushmemi_error(call, "refused a local connection from pid %d (uid %d) claiming PE %d: %s%s",
+                      (int)cr->pid, (int)cr->uid, pe, why, more);
+    else
+        ushmemi_error(call, "refused a local connection from pid %d (uid %d): %s%s", (int)cr->pid,
+                      (int)cr->uid, why, more);
 }
 
 static int send_hello(int sock, const hello_t *h, const int *fds, int nfd)
@@ -262,6 +270,7 @@ static int serve_higher(int lsock, const peer_card_t *cards, int nhigher, const 
         return USHMEM_ENOMEM;
     int64_t t0 = now_ms();
     int rc = 0;
+    refusals = 0;
     while (nhigher > 0 && rc == 0) {
         int left = timeout_ms;
         if (timeout_ms >= 0) {
@@ -321,6 +330,9 @@ static int serve_higher(int lsock, const peer_card_t *cards, int nhigher, const 
             rc = send_hello(s, &back, fds, nfd);
         close(s);
     }
+    if (refusals > REFUSALS_LOGGED)
+        ushmemi_error(call, "refused %d more local connections (not logged one by one)",
+                      refusals - REFUSALS_LOGGED);
     free(done);
     return rc;
 }
