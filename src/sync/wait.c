@@ -106,7 +106,8 @@ static inline ushmemi_sync_region_t *peer_sync(int pe)
  * (barriers, collectives: every member must take part). */
 static int call_is_p2p(const char *call)
 {
-    return call && (strstr(call, "wait") || strstr(call, "test") || strstr(call, "lock"));
+    /* a lock is a team wait: the holder that left never releases it */
+    return call && (strstr(call, "wait") || strstr(call, "test"));
 }
 
 static const char *depart_what(uint32_t d)
@@ -141,7 +142,13 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
             }
         }
     }
-    int stuck = tw.p2p ? (others > 0 && left == others && others == n - 1) : left > 0;
+    /* A PE that left by exit() without finalizing is a failure of the job,
+     * whatever this PE waits for (the issue this check exists for: a PE that
+     * returns from main while the others wait). A PE in shmem_finalize is
+     * legitimately done: only a wait that needs it (team waits), or one
+     * nobody is left to end, is stuck. */
+    int stuck = how == USHMEMI_DEPART_EXIT ||
+                (tw.p2p ? (others > 0 && left == others && others == n - 1) : left > 0);
     if (!stuck) {
         tw.depart_seen = 0;
         return;
@@ -152,13 +159,13 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
     }
     if (now - tw.depart_seen < DEPART_GRACE_NS)
         return;
-    if (tw.p2p)
+    if (how != USHMEMI_DEPART_EXIT && tw.p2p)
         ushmemi_fatal(call,
                       "every other PE has left (PE %d %s) while this PE still waits here "
                       "(%.1f s); nothing can end this wait, stopping the job",
                       gone, depart_what(how), (double)elapsed * 1e-9);
-    ushmemi_fatal(call, "PE %d %s while this PE waits here for all PEs (%.1f s); stopping the job",
-                  gone, depart_what(how), (double)elapsed * 1e-9);
+    ushmemi_fatal(call, "PE %d %s while this PE waits here (%.1f s); stopping the job", gone,
+                  depart_what(how), (double)elapsed * 1e-9);
 }
 
 /* Is a PE of this job runnable but queued on the CPU we are spinning on? Then
