@@ -83,6 +83,10 @@ static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int
     return v;
 }
 
+/* Team syncs of up to this many members are flat (team_sync.c). */
+#define USHMEMI_FLAT_SYNC_PES 8
+_Static_assert(USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS, "a sync flag per member");
+
 /* Small collectives with one synchronization (push.c): each member writes
  * its contribution into cells of the readers' slots. */
 #define USHMEMI_PUSH_MAX_PES 16 /* larger teams: the tree and transport paths */
