@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <shmem.h>
 #include <shmemx.h>
@@ -148,13 +149,35 @@ static int err_no_cuda(const char *fn, const char *what)
                fn, what);
 }
 
+/* The library's error lines (src/core/error.c): the last one this thread saw
+ * goes into the exception of the call that failed, instead of only to stderr. */
+extern void (*ushmemi_error_hook)(const char *line);
+static _Thread_local char g_lib_error[512];
+
+static void lib_error_hook(const char *line)
+{
+    const char *p = strncmp(line, "ushmem: ", 8) ? line : line + 8;
+    snprintf(g_lib_error, sizeof g_lib_error, "%s", p);
+}
+
+/* " (library: <its line>)", or "" when it printed none since the last call. */
+static const char *lib_reason(char *buf, size_t size)
+{
+    if (!g_lib_error[0])
+        return "";
+    snprintf(buf, size, "; the library says: %s", g_lib_error);
+    g_lib_error[0] = 0;
+    return buf;
+}
+
 /* A C status (0 or negative) to an exception. */
 static int check_status(int rc, const char *fn)
 {
     if (rc == 0)
         return 0;
-    return err(rc, "%s failed with status %d (%s); the library's message, if any, is on stderr", fn,
-               rc, rc >= -11 ? err_name(rc) : "library error");
+    char why[600];
+    return err(rc, "%s failed with status %d (%s)%s", fn, rc,
+               rc >= -11 ? err_name(rc) : "library error", lib_reason(why, sizeof why));
 }
 
 /* A status of a standard int-returning routine (team splits, team_sync,
@@ -165,8 +188,9 @@ static int check_std_status(int rc, const char *fn)
     if (rc == 0)
         return 0;
     int code = rc == -2 ? ERR_NOMEM : ERR_INVALID;
-    return err(code, "%s failed with status %d (%s); the library's message, if any, is on stderr",
-               fn, rc, err_name(code));
+    char why[600];
+    return err(code, "%s failed with status %d (%s)%s", fn, rc, err_name(code),
+               lib_reason(why, sizeof why));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -574,6 +598,16 @@ typedef struct SymBuf {
 } SymBuf;
 
 static PyTypeObject SymBufType;
+static Py_ssize_t g_exports; /* live buffer-protocol / DLPack exports of all buffers */
+
+/* SHMEM_DEBUG set: freed host symmetric memory is overwritten with this byte
+ * (on this PE's copy) so that reading it after free shows. */
+#define POISON_BYTE 0xA5
+static int debug_poison(void)
+{
+    const char *v = getenv("SHMEM_DEBUG");
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 static inline const SymBuf *symbuf_root(const SymBuf *b)
 {
@@ -866,6 +900,8 @@ static PyObject *SymBuf_free(PyObject *self, PyObject *unused)
     if (i >= 0)
         alloc_remove(i);
     void *p = b->sym;
+    if (b->device < 0 && debug_poison())
+        memset(p, POISON_BYTE, b->nbytes);
     Py_BEGIN_ALLOW_THREADS;
     shmem_free(p);
     Py_END_ALLOW_THREADS;
@@ -911,6 +947,7 @@ static int SymBuf_getbuffer(PyObject *self, Py_buffer *view, int flags)
     if (PyBuffer_FillInfo(view, self, b->ptr, (Py_ssize_t)b->nbytes, 0, flags) < 0)
         return -1;
     b->exports++;
+    g_exports++;
     return 0;
 }
 
@@ -918,6 +955,7 @@ static void SymBuf_releasebuffer(PyObject *self, Py_buffer *view)
 {
     (void)view;
     ((SymBuf *)self)->exports--;
+    g_exports--;
 }
 
 static Py_ssize_t SymBuf_length(PyObject *self)
@@ -1130,6 +1168,7 @@ static void dl_deleter(DLManagedTensor *m)
     PyGILState_STATE st = PyGILState_Ensure();
     SymBuf *b = m->manager_ctx;
     b->exports--;
+    g_exports--;
     Py_DECREF(b);
     PyMem_RawFree(m);
     PyGILState_Release(st);
@@ -1208,6 +1247,7 @@ static PyObject *SymBuf_dlpack(PyObject *self, PyObject *args, PyObject *kwds)
     }
     Py_INCREF(b);
     b->exports++;
+    g_exports++;
     return cap;
 }
 
@@ -1600,14 +1640,17 @@ static PyObject *py_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:init", kwlist, &tl) ||
         parse_thread_level(tl, &level, "init") || check_not_init("init"))
         return NULL;
+    g_lib_error[0] = 0;
     Py_BEGIN_ALLOW_THREADS;
     rc = shmem_init_thread(level, &provided);
     Py_END_ALLOW_THREADS;
     refresh_init_cache();
     if (rc != 0) {
-        err(ERR_BOOTSTRAP, "init: shmem_init_thread failed (see the library's message on "
-                           "stderr): launch with ushrun or torchrun, or use init_with_mpi() "
-                           "under mpirun");
+        char why[600];
+        err(ERR_BOOTSTRAP,
+            "init: shmem_init_thread failed%s (launch with ushrun or torchrun, or use "
+            "init_with_mpi() under mpirun)",
+            lib_reason(why, sizeof why));
         return NULL;
     }
     probe_device();
@@ -1673,6 +1716,7 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
     attr.device = device;
     attr.thread_level = level;
     int rc;
+    g_lib_error[0] = 0;
     Py_BEGIN_ALLOW_THREADS;
     rc = shmemx_init_attr(rank, nranks, &uid, &attr);
     Py_END_ALLOW_THREADS;
@@ -1686,6 +1730,68 @@ static PyObject *py_init_attr(PyObject *self, PyObject *args, PyObject *kwds)
 /* Destroy the teams this package made (creation order: every member of a
  * team reaches its destroy in the same order, so this cannot deadlock). */
 static void destroy_package_teams(void);
+
+/* Use after finalize: the heap mappings (this PE's heap and the peers' mapped
+ * here: memfds named "ushmem-heap") are read from /proc/self/maps before
+ * finalize and, once the library has unmapped them, reserved again as private
+ * zero pages (MAP_FIXED_NOREPLACE: never over a mapping made in between), so
+ * that a memoryview, numpy array or tensor still pointing there reads zeros
+ * instead of crashing the interpreter. Address space only: the pages cost
+ * memory when touched. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+typedef struct {
+    uintptr_t lo, hi;
+} range_t;
+
+static size_t heap_ranges(range_t **out)
+{
+    *out = NULL;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return 0;
+    size_t n = 0, cap = 0;
+    range_t *r = NULL;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (!strstr(line, "ushmem-heap") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+            continue;
+        if (n && r[n - 1].hi == lo) {
+            r[n - 1].hi = hi;
+            continue;
+        }
+        if (n == cap) {
+            range_t *g = PyMem_RawRealloc(r, (cap = cap ? 2 * cap : 16) * sizeof *r);
+            if (!g)
+                break;
+            r = g;
+        }
+        r[n++] = (range_t){lo, hi};
+    }
+    fclose(f);
+    *out = r;
+    return n;
+}
+
+/* The ranges back as zero pages; the number that could not be (the address
+ * space was taken in between). */
+static size_t keep_ranges(const range_t *r, size_t n)
+{
+    size_t lost = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *want = (void *)r[i].lo;
+        void *p = mmap(want, r[i].hi - r[i].lo, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == want)
+            continue;
+        if (p != MAP_FAILED)
+            munmap(p, r[i].hi - r[i].lo); /* a kernel without the flag put it elsewhere */
+        lost++;
+    }
+    return lost;
+}
 
 static PyObject *py_finalize(PyObject *self, PyObject *unused)
 {
@@ -1733,10 +1839,23 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     g_gen++;
     g_dev = -1;
     g_dev_probe = NULL; /* the device heap goes with the library */
+    range_t *ranges;
+    size_t nranges = heap_ranges(&ranges);
     Py_BEGIN_ALLOW_THREADS;
     shmem_finalize();
     Py_END_ALLOW_THREADS;
+    size_t lost = keep_ranges(ranges, nranges);
+    PyMem_RawFree(ranges);
     refresh_init_cache();
+    if (g_exports > 0 || lost) {
+        if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                             "ushmem.finalize: PE %d: %zd memoryview/numpy/DLPack export(s) of "
+                             "symmetric memory outlive finalize(); their addresses stay mapped "
+                             "as private zero pages (reads give zeros, writes go nowhere)%s",
+                             g_me, g_exports,
+                             lost ? ", except ranges the process mapped again meanwhile" : "") < 0)
+            PyErr_WriteUnraisable(NULL);
+    }
     Py_RETURN_NONE;
 }
 
@@ -2004,6 +2123,8 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
         err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()", p);
         return NULL;
     }
+    if (g_allocs[i].device < 0 && debug_poison())
+        memset((void *)g_allocs[i].addr, POISON_BYTE, g_allocs[i].size);
     p = g_allocs[i].base;
     alloc_remove(i);
     Py_BEGIN_ALLOW_THREADS;
@@ -3804,6 +3925,7 @@ static PyObject *kw_call(kwinfo_t *k, PyObject *m, PyObject *const *args, Py_ssi
         args = merged;
     }
     PyObject *r;
+    g_lib_error[0] = 0; /* what the library says from now on is about this call */
     if (k->flags == METH_FASTCALL) {
         r = ((fast_fn)k->impl)(m, args, nargs);
     } else if (k->flags == METH_O) {
@@ -4117,6 +4239,7 @@ PyMODINIT_FUNC PyInit__ushmem(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
+    ushmemi_error_hook = lib_error_hook;
     PyObject *dict = Py_BuildValue("{s:i,s:s}", "code", ERR_INVALID, "message", "");
     Error = dict ? PyErr_NewExceptionWithDoc("ushmem.Error",
                                              "An OpenSHMEM call failed or was refused: .code "

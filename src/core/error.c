@@ -19,6 +19,8 @@ const char *ushmemi_strerror(int err)
     return "unknown error";
 }
 
+void (*ushmemi_error_hook)(const char *line);
+
 static void vreport(const char *call, const char *fmt, va_list ap)
 {
     char line[512];
@@ -43,6 +45,8 @@ static void vreport(const char *call, const char *fmt, va_list ap)
     /* One write so lines from several PEs do not interleave mid-line. */
     fprintf(stderr, "%s\n", line);
     fflush(stderr);
+    if (ushmemi_error_hook)
+        ushmemi_error_hook(line);
 }
 
 void ushmemi_error(const char *call, const char *fmt, ...)

@@ -118,6 +118,9 @@ int ushmemi_parse_size(const char *s, size_t *out);
 /* ---- Logging and fatal errors ---- */
 /* One line on stderr: "ushmem: PE n: call: reason". */
 void ushmemi_error(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
+/* Called with each error line after it is printed, when set (the Python
+ * binding puts the library's reason into its exceptions). */
+extern void (*ushmemi_error_hook)(const char *line);
 /* Debug-only message (SHMEM_DEBUG). */
 void ushmemi_debug(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
 /* Report and bring the whole job down (all PEs). */
