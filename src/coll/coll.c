@@ -38,7 +38,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
         return 0;
     }
     ushmemi_push_t p;
-    if (ushmemi_push_begin(team, nbytes, &p)) {
+    if (ushmemi_push_begin(team, nbytes, 1, &p)) {
         /* The root writes into its cell of every member, they copy it out. */
         if (v == 0) {
             for (int k = 1; k < n; k++)
@@ -102,7 +102,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
     ushmemi_coll_sym(dest, ushmemi_coll_bytes((size_t)n, nbytes, call), "dest", call);
     ushmemi_coll_sym(src, nbytes, "source", call);
     ushmemi_push_t p;
-    if (ushmemi_push_begin(team, nbytes, &p)) {
+    if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Member j's block arrives in cell j. */
         for (int k = 1; k < n; k++)
             ushmemi_push_send(team, &p, me + k >= n ? me + k - n : me + k, me, src, nbytes, call);
@@ -180,7 +180,7 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
     ushmemi_coll_sym(dest, total, "dest", call);
     ushmemi_coll_sym(src, total, "source", call);
     ushmemi_push_t p;
-    if (ushmemi_push_begin(team, nbytes, &p)) {
+    if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Block j of my source goes to cell `me` of member j; all are sent
          * before dest is written, so dest may be source. */
         for (int k = 1; k < n; k++) {

@@ -91,7 +91,7 @@ _Static_assert(USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS, "a sync flag per mem
  * its contribution into cells of the readers' slots. */
 #define USHMEMI_PUSH_MAX_PES 16 /* larger teams: the tree and transport paths */
 /* Larger data takes the pull paths (limits measured, see push.c): */
-#define USHMEMI_PUSH_SHARED_TOTAL 4096 /* PEs share cores: members x bytes per cell */
+#define USHMEMI_PUSH_SHARED_TOTAL 4096 /* PEs share cores: bytes a PE copies in */
 #define USHMEMI_PUSH_OWN_BYTES    (4 * USHMEMI_CACHELINE - 16) /* a core each: per cell */
 typedef struct {
     uint64_t seq;  /* this collective's sequence number on the team */
@@ -101,8 +101,9 @@ typedef struct {
 
 /* 1 and *p set up when a collective sending nbytes per cell takes the push
  * path on team (the same answer on every member); else 0 and nothing changes.
- * Cell i of a reader is written by member i only. */
-int ushmemi_push_begin(shmem_team_t team, size_t nbytes, ushmemi_push_t *p);
+ * Cell i of a reader is written by member i only; one_writer: only the root
+ * writes (broadcast). */
+int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi_push_t *p);
 /* Write nbytes of data into cell `cell` of member `to` and flag it (waits
  * first if `to` may still be reading that area for an older collective). */
 void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int cell,

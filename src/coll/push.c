@@ -32,28 +32,30 @@ typedef struct {
 
 _Static_assert(sizeof(cell_t) == CELL_HDR, "cell header");
 
-/* Largest data per cell that takes the push path on team. Mapped peers are
- * on this host, so every member computes the same value. */
-static size_t push_max(shmem_team_t team)
+/* The most data a PE copies in or out on the push path of team, or 0 for
+ * only USHMEMI_PUSH_OWN_BYTES per cell; -1: no push path. Mapped peers are on
+ * this host, so every member computes the same value. */
+static long push_max(shmem_team_t team)
 {
     for (int i = 0; i < team->size; i++)
         if (!ushmemi_coll_region(ushmemi_team_world_pe(team, i)))
-            return 0;
+            return -1;
     /* When PEs share cores, a wait usually lasts until the scheduler runs the
      * PE waited for, so saving a synchronization beats copying everything
      * twice up to a few KiB in all (4 PEs on 2 cores: alltoall of 512 B
-     * blocks 3.7 us push vs 5.6 pull; 8 KiB blocks 9.6 vs 5.6). With a core
+     * blocks 3.7 us push vs 5.6 pull, 8 KiB blocks 9.6 vs 5.6; broadcast of
+     * 2 KiB 3.9 vs 5.3). With a core
      * each, a wait is a few cache-line transfers, and pulling a source the
      * reader still has cached (a repeated collective) beats pushing beyond a
      * few lines (2 PEs: 8 B 0.28 us push vs 0.32 pull; 128 B 0.36 vs 0.45;
      * 512 B 0.56 vs 0.44; 2 KiB 1.0 vs 0.47). */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus > 0 && ushmemi_g.local_size > cpus)
-        return USHMEMI_PUSH_SHARED_TOTAL / (size_t)team->size;
-    return USHMEMI_PUSH_OWN_BYTES;
+        return USHMEMI_PUSH_SHARED_TOTAL;
+    return 0;
 }
 
-int ushmemi_push_begin(shmem_team_t team, size_t nbytes, ushmemi_push_t *p)
+int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi_push_t *p)
 {
     int n = team->size, big = team->slot < USHMEMI_PUSH_BIG_SLOTS;
     /* One cell per member at fixed places: a cell's flag word never holds
@@ -66,7 +68,11 @@ int ushmemi_push_begin(shmem_team_t team, size_t nbytes, ushmemi_push_t *p)
         team->push_max = push_max(team);
         team->push_known = 1;
     }
-    if (nbytes > team->push_max)
+    /* A broadcast reader copies one cell, the root n - 1; the others copy n
+     * cells in and n - 1 out. */
+    if (team->push_max < 0 ||
+        (team->push_max == 0 ? nbytes > USHMEMI_PUSH_OWN_BYTES
+                             : nbytes * (one_writer ? 1 : (size_t)n) > (size_t)team->push_max))
         return 0;
     p->seq = ++team->push_seq;
     p->stride = stride;

@@ -199,7 +199,7 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
     _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     int n = team->size;
     ushmemi_push_t p;
-    if (ushmemi_push_begin(team, nbytes, &p)) {
+    if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Every member sends its whole vector to all and combines them all
          * itself, in team order like the chunk owners below: bit-identical
          * results everywhere. It accumulates in its own cell (dest may be
@@ -248,7 +248,7 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
     _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     int n = team->size;
     ushmemi_push_t p;
-    if (ushmemi_push_begin(team, nbytes, &p)) {
+    if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Member k needs the vectors of members 0..k-1 (and its own), summed
          * from zero in team order as below. */
         int me = team->my_pe;

@@ -30,11 +30,11 @@
 #define USHMEMI_TEAM_SLOT_WORDS       8
 /* Cells of the small collectives (src/coll/push.c): per slot, two areas of
  * USHMEMI_PUSH_AREA bytes; the world and shared teams' slots use two of
- * USHMEMI_PUSH_BIG_AREA instead (room for 4 KiB of data and 16 cell headers,
- * 1 KiB per cell at 4 PEs). */
+ * USHMEMI_PUSH_BIG_AREA instead (room for 8 KiB of data and 16 cell headers:
+ * 2 KiB per cell at 4 PEs). */
 #define USHMEMI_PUSH_AREA      1600
 #define USHMEMI_PUSH_BIG_SLOTS 2 /* slots 0 and 1 */
-#define USHMEMI_PUSH_BIG_AREA  (4096 + 16 * 64)
+#define USHMEMI_PUSH_BIG_AREA  (8192 + 16 * 64)
 
 /* Per-team, per-PE synchronization state. Flags hold epochs that only grow
  * while the team lives, so they never need resetting between operations. */
@@ -76,7 +76,7 @@ struct ushmem_team {
     uint64_t push_seq;       /* small collectives started (src/coll/push.c) */
     uint64_t push_safe;      /* every member has finished reading up to this one */
     int push_known;          /* push_max is set */
-    size_t push_max;         /* largest data on the push path (0: none) */
+    long push_max;           /* push path limit (src/coll/push.c) */
     shmem_team_config_t config;
     long config_mask;
     struct ushmem_ctx *ctxs; /* contexts created on this team */
