@@ -108,7 +108,8 @@ def test_all():
     for name in ("init", "init_with_torch", "init_with_mpi", "finalize_with_torch",
                  "dump_stats", "reset_stats", "SymmetricBuffer", "create_buffer",
                  "get_peer_buffer", "get_heap_bases", "get_peer_ptr_table", "TEAM_WORLD",
-                 "TEAM_INVALID", "SUCCESS", "Error", "putmem_signal_on_stream"):
+                 "TEAM_INVALID", "SUCCESS", "Error", "putmem_signal_on_stream",
+                 "device_synchronize", "set_device_from_env", "stats"):
         assert name in ushmem.__all__, name
     assert "os" not in ushmem.__all__ and "enum" not in ushmem.__all__
 

@@ -99,7 +99,7 @@ CMP_GE, CMP_LT, CMP_LE = ComparisonType.GE, ComparisonType.LT, ComparisonType.LE
 THREAD_SINGLE, THREAD_FUNNELED = ThreadLevel.SINGLE, ThreadLevel.FUNNELED
 THREAD_SERIALIZED, THREAD_MULTIPLE = ThreadLevel.SERIALIZED, ThreadLevel.MULTIPLE
 
-__version__ = "0.1.0"
+__version__ = _ushmem.__version__  # CMakeLists.txt project(VERSION), compiled in
 
 _c_init = _ushmem.init
 _c_init_attr = _ushmem.init_attr
@@ -288,6 +288,37 @@ def pin_device_from_local_rank():
     dev = lr % torch.cuda.device_count()
     torch.cuda.set_device(dev)
     return dev
+
+
+def set_device_from_env():
+    """The seed's set_hip_device_from_env(): pin_device_from_local_rank() (the CUDA device
+    LOCAL_RANK modulo the device count, in torch; None without CUDA)."""
+    return pin_device_from_local_rank()
+
+
+def device_synchronize():
+    """The seed's hip_device_synchronize(): wait for all work on the CUDA device bound to
+    ushmem (through torch when it is imported, else the CUDA runtime); nothing to wait for
+    without a bound device."""
+    dev = _ushmem.cuda_device() if _ushmem.is_initialized() else None
+    if dev is None:
+        return
+    torch = _torch_cuda()
+    if torch is not None:
+        torch.cuda.synchronize(dev)
+        return
+    import ctypes
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"):
+        try:
+            rt = ctypes.CDLL(name)
+        except OSError:
+            continue
+        rc = rt.cudaSetDevice(dev) or rt.cudaDeviceSynchronize()
+        if rc:
+            raise _error(_ushmem.ERR_UNSUPPORTED, f"device_synchronize: CUDA error {rc}")
+        return
+    raise _error(_ushmem.ERR_UNSUPPORTED,
+                 "device_synchronize: neither torch with CUDA nor libcudart is available")
 
 
 def _uid_failed(rank):

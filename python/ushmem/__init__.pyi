@@ -241,6 +241,10 @@ def device_handle(team=None) -> Any:
     """The device API handle of team (None: TEAM_WORLD) on this PE, a DeviceHandle"""
     ...
 
+def device_synchronize() -> Any:
+    """The seed's hip_device_synchronize(): wait for all work on the CUDA device bound to"""
+    ...
+
 def device_why() -> Any:
     """Why device-side waits and barriers are off on this PE (one line), or None when"""
     ...
@@ -687,6 +691,10 @@ def reduce_on_stream(team, dest, source, nreduce, type, op, stream=None) -> Any:
 
 def reset_stats() -> Any:
     """Zero this PE's call counters (see stats())."""
+    ...
+
+def set_device_from_env() -> Any:
+    """The seed's set_hip_device_from_env(): pin_device_from_local_rank() (the CUDA device"""
     ...
 
 def signal_fetch(sig_addr) -> Any:

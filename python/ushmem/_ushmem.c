@@ -4240,6 +4240,8 @@ PyMODINIT_FUNC PyInit__ushmem(void)
     if (!m)
         return NULL;
     ushmemi_error_hook = lib_error_hook;
+    if (PyModule_AddStringConstant(m, "__version__", USHMEM_VERSION_STRING) < 0)
+        goto fail;
     PyObject *dict = Py_BuildValue("{s:i,s:s}", "code", ERR_INVALID, "message", "");
     Error = dict ? PyErr_NewExceptionWithDoc("ushmem.Error",
                                              "An OpenSHMEM call failed or was refused: .code "
