@@ -36,6 +36,9 @@
 
 #define HOSTID_LEN   96
 #define SOCKNAME_LEN 48
+/* How long a connection that the kernel cannot tie to a PE (one in another
+ * pid namespace) has to say who it is. */
+#define HELLO_MS 2000
 
 static void local_hostid(char *out)
 {
@@ -291,32 +294,49 @@ static int serve_higher(int lsock, const peer_card_t *cards, int nhigher, const 
             break;
         }
         struct ucred cr;
-        int pe = -1;
         const char *why = peer_check(s, NULL, &cr);
         if (why && strcmp(why, "not a PE of this job on this host")) {
             refuse(s, &cr, -1, why, call);
             continue;
         }
-        /* Which higher local PE is this, by the kernel's pid? */
-        for (int k = me + 1; k < n && pe < 0; k++)
-            if (ushmemi_g.is_local[k] && !done[k] && !peer_check(s, &cards[k], &cr))
+        /* Which higher local PE is this, by the kernel's pid? A PE in another
+         * pid namespace has no pid we can compare: it says who it is in its
+         * hello, and that must check out (uid, namespace, proof). */
+        int pe = -1, foreign = 0;
+        uint64_t ns = pidns_inode();
+        for (int k = me + 1; k < n && pe < 0; k++) {
+            if (!ushmemi_g.is_local[k] || done[k])
+                continue;
+            if (cards[k].pidns != ns)
+                foreign = 1;
+            else if (!peer_check(s, &cards[k], &cr))
                 pe = k;
-        if (pe < 0) {
+        }
+        if (pe < 0 && !foreign) {
             refuse(s, &cr, -1, "not a PE of this job on this host", call);
             continue;
         }
         hello_t h;
         int rfds[USHMEMI_MAX_XFDS], rn = 0;
         uint8_t want[USHMEMI_MAC_BYTES];
-        /* The process is the PE's own: it sent its hello right after connect. */
-        int hrc = recv_hello(s, timeout_ms, &h, rfds, &rn);
-        if (hrc == 0)
+        /* A PE sends its hello right after connect: the kernel-named one gets
+         * the whole timeout, an unnamed one HELLO_MS. */
+        int hrc = recv_hello(s, pe >= 0 ? timeout_ms : HELLO_MS, &h, rfds, &rn);
+        if (hrc == 0 && pe < 0 && h.from > me && h.from < n && ushmemi_g.is_local[h.from] &&
+            !done[h.from] && cards[h.from].pidns != ns && !peer_check(s, &cards[h.from], &cr))
+            pe = h.from;
+        if (hrc == 0 && pe >= 0)
             make_proof(want, &cards[me], pe, me, "client");
-        if (hrc || h.from != pe || h.to != me || !ushmemi_mac_equal(want, h.proof, sizeof want)) {
+        if (hrc || pe < 0 || h.from != pe || h.to != me ||
+            !ushmemi_mac_equal(want, h.proof, sizeof want)) {
             close_fds(rfds, rn);
-            refuse(s, &cr, pe,
+            refuse(s, &cr,
+                   pe >= 0 ? pe
+                   : hrc   ? -1
+                           : h.from,
                    hrc == USHMEM_ETIMEOUT ? "no hello in time"
                    : hrc                  ? "malformed hello"
+                   : pe < 0               ? "not a PE of this job on this host"
                                           : "wrong proof of the job key",
                    call);
             continue;
