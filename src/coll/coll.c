@@ -85,6 +85,48 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
     return 0;
 }
 
+/* Block j of dest from member j's source at src_off, for alltoall and
+ * fcollect on small mapped teams: instead of a team sync before and after,
+ * each member flags its arrival to all (its source is ready), copies from
+ * each member as soon as that one has arrived (no waiting for the last one
+ * before copying from the others), flags each one when done reading its
+ * source, and returns once every member is done reading its own. */
+static void pull_blocks(shmem_team_t team, char *dest, const char *src, size_t src_off,
+                        size_t nbytes, const char *call)
+{
+    int n = team->size, me = team->my_pe;
+    uint64_t epoch = ++team->pull_epoch;
+    _Atomic uint64_t *flag = ushmemi_team_my_slot(team)->sync_flag;
+    /* the program's stores into source, streaming ones included, first */
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int k = 1; k < n; k++)
+        ushmemi_flag_put(&flag[USHMEMI_FLAG_ARRIVE + me], epoch,
+                         ushmemi_team_world_pe(team, me + k >= n ? me + k - n : me + k), call);
+    memmove(dest + (size_t)me * nbytes, src + src_off, nbytes);
+    unsigned todo = ((1u << n) - 1) & ~(1u << me);
+    ushmemi_waiter_t w = {0, call};
+    while (todo) {
+        unsigned before = todo;
+        for (int k = 1; k < n; k++) {
+            int j = me + k >= n ? me + k - n : me + k;
+            if (!(todo & 1u << j) ||
+                atomic_load_explicit(&flag[USHMEMI_FLAG_ARRIVE + j], memory_order_acquire) < epoch)
+                continue;
+            int pe = ushmemi_team_world_pe(team, j);
+            memcpy(dest + (size_t)j * nbytes, ushmemi_xlate(src + src_off, pe), nbytes);
+            ushmemi_flag_put(&flag[USHMEMI_FLAG_READ + me], epoch, pe, call);
+            todo &= ~(1u << j);
+        }
+        if (todo == before)
+            ushmemi_wait_poll(&w);
+    }
+    for (int k = 1; k < n; k++) {
+        int j = me + k >= n ? me + k - n : me + k;
+        while (atomic_load_explicit(&flag[USHMEMI_FLAG_READ + j], memory_order_acquire) < epoch)
+            ushmemi_wait_poll(&w);
+    }
+}
+
 int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
                       const char *call)
 {
@@ -112,6 +154,10 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
             memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(&p, j, call), nbytes);
         }
         ushmemi_push_end(team, &p, 1);
+        return 0;
+    }
+    if (nbytes && n <= USHMEMI_FLAT_SYNC_PES && ushmemi_coll_mapped(team)) {
+        pull_blocks(team, dest, src, 0, nbytes, call);
         return 0;
     }
     ushmemi_team_sync(team, call);
@@ -195,6 +241,10 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
             memcpy((char *)dest + (size_t)j * nbytes, ushmemi_push_recv(&p, j, call), nbytes);
         }
         ushmemi_push_end(team, &p, 1);
+        return 0;
+    }
+    if (nbytes && n <= USHMEMI_FLAT_SYNC_PES && ushmemi_coll_mapped(team)) {
+        pull_blocks(team, dest, src, (size_t)me * nbytes, nbytes, call);
         return 0;
     }
     ushmemi_team_sync(team, call);

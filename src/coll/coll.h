@@ -83,9 +83,14 @@ static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int
     return v;
 }
 
-/* Team syncs of up to this many members are flat (team_sync.c). */
+/* Team syncs of up to this many members are flat (team_sync.c), on sync
+ * flags [0, 8); alltoall and fcollect of up to as many mapped members pull
+ * with flags of their own (coll.c): arrivals [8, 16), reads done [16, 24). */
 #define USHMEMI_FLAT_SYNC_PES 8
-_Static_assert(USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS, "a sync flag per member");
+#define USHMEMI_FLAG_ARRIVE   8
+#define USHMEMI_FLAG_READ     16
+_Static_assert(USHMEMI_FLAG_READ + USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS,
+               "a sync flag per member and use");
 
 /* Small collectives with one synchronization (push.c): each member writes
  * its contribution into cells of the readers' slots. */
@@ -110,6 +115,8 @@ void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int c
                        const void *data, size_t nbytes, const char *call);
 /* Wait for this PE's cell `cell` and return its data (valid until push_end). */
 const void *ushmemi_push_recv(const ushmemi_push_t *p, int cell, const char *call);
+/* Every member of team is mapped here (cached in the team). */
+int ushmemi_coll_mapped(shmem_team_t team);
 /* This PE's own cell: unused by the others, a scratch buffer of the cell
  * size for this PE during the collective. */
 void *ushmemi_push_mine(shmem_team_t team, const ushmemi_push_t *p);

@@ -55,6 +55,15 @@ static long push_max(shmem_team_t team)
     return 0;
 }
 
+int ushmemi_coll_mapped(shmem_team_t team)
+{
+    if (USHMEMI_UNLIKELY(!team->push_known)) {
+        team->push_max = push_max(team);
+        team->push_known = 1;
+    }
+    return team->push_max >= 0;
+}
+
 int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi_push_t *p)
 {
     int n = team->size, big = team->slot < USHMEMI_PUSH_BIG_SLOTS;
@@ -64,10 +73,7 @@ int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi
     size_t stride = area / (size_t)n & ~(size_t)(USHMEMI_CACHELINE - 1);
     if (n < 2 || n > USHMEMI_PUSH_MAX_PES || nbytes == 0 || nbytes > stride - CELL_HDR)
         return 0;
-    if (USHMEMI_UNLIKELY(!team->push_known)) {
-        team->push_max = push_max(team);
-        team->push_known = 1;
-    }
+    ushmemi_coll_mapped(team); /* sets push_max */
     /* A broadcast reader copies one cell, the root n - 1; the others copy n
      * cells in and n - 1 out. */
     if (team->push_max < 0 ||

@@ -73,6 +73,7 @@ struct ushmem_team {
     int predefined;          /* world, shared, active set: never destroyed */
     uint64_t sync_epoch;     /* team syncs completed */
     uint64_t coll_epoch;     /* broadcasts started */
+    uint64_t pull_epoch;     /* overlapped pulls started (src/coll/coll.c) */
     uint64_t push_seq;       /* small collectives started (src/coll/push.c) */
     uint64_t push_safe;      /* every member has finished reading up to this one */
     int push_known;          /* push_max is set */
