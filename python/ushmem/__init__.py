@@ -370,6 +370,8 @@ def _create_process_group(backend, init_method, thread_level, device):
     import torch.distributed as dist
     _map_mpi_env()
     backend = backend or _default_backend()
+    if "nccl" in backend:
+        pin_device_from_local_rank()  # NCCL needs each rank on its own device first
     env = _os.environ
     if init_method is not None or all(v in env for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR",
                                                          "MASTER_PORT")):
