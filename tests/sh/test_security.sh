@@ -72,11 +72,12 @@ add_sum() { # SUMLINE
 reset_sum() { T_NAMES=0 T_CONN=0 T_FDS=0 T_LEAK=0 T_ADM=0 STRANGER_RC=0; }
 
 check_leg() { # LABEL JOBS ERRFILE: the verdict and the figure line
-  local label=$1 jobs=$2 err=$3 refusals
+  local label=$1 jobs=$2 err=$3 refusals local
   refusals=$(grep -c "refused" "$err" 2>/dev/null)
+  local=$(grep -c "refused a local connection" "$err" 2>/dev/null)
   echo "figure: $label: jobs $jobs failed $FAILS slowest_ms $SLOWEST total_ms $TOTAL" \
-       "refusals_logged $refusals stranger_names $T_NAMES connects $T_CONN fds $T_FDS" \
-       "leaked_bytes $T_LEAK admitted $T_ADM"
+       "refusals_logged $refusals (fd exchange $local, bootstrap $((refusals - local)))" \
+       "stranger_names $T_NAMES connects $T_CONN fds $T_FDS leaked_bytes $T_LEAK admitted $T_ADM"
   [ "$FAILS" = 0 ] && ok "$label: all $jobs jobs succeeded, data untouched" \
     || bad "$label: $FAILS of $jobs jobs failed" "$(grep -v refused "$err" | head -5)"
   [ "$SLOWEST" -lt $LIMIT_MS ] && ok "$label: slowest job ${SLOWEST} ms" \
