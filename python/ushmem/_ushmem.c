@@ -730,6 +730,7 @@ static PyObject *symbuf_alloc(size_t nbytes, int zero, int device, const char *f
         return NULL;
     }
     void *p;
+    g_lib_error[0] = 0;
     Py_BEGIN_ALLOW_THREADS;
     if (device >= 0) {
         /* The device heap (a device is bound: shmem_calloc defaults to it). */
@@ -745,11 +746,13 @@ static PyObject *symbuf_alloc(size_t nbytes, int zero, int device, const char *f
     }
     Py_END_ALLOW_THREADS;
     if (!p) {
+        char why[600];
         err(ERR_NOMEM,
             "%s: cannot allocate %zu symmetric bytes: the %s is exhausted "
-            "(raise %s, or free buffers)",
+            "(raise %s, or free buffers)%s",
             fn, nbytes, device >= 0 ? "device symmetric heap" : "symmetric heap",
-            device >= 0 ? "USHMEM_DEVICE_HEAP_SIZE" : "SHMEM_SYMMETRIC_SIZE");
+            device >= 0 ? "USHMEM_DEVICE_HEAP_SIZE" : "SHMEM_SYMMETRIC_SIZE",
+            lib_reason(why, sizeof why));
         return NULL;
     }
     SymBuf *b = symbuf_new(p, p, nbytes, NULL, 1, g_me, device);
@@ -2008,10 +2011,11 @@ static PyObject *raw_result(void *p, size_t n, const char *fn, int device, void 
     if (!p) {
         if (n == 0)
             Py_RETURN_NONE;
+        char why[600];
         err(ERR_NOMEM,
             "%s: cannot allocate %zu symmetric bytes: the symmetric heap is "
-            "exhausted (raise SHMEM_SYMMETRIC_SIZE)",
-            fn, n);
+            "exhausted (raise SHMEM_SYMMETRIC_SIZE)%s",
+            fn, n, lib_reason(why, sizeof why));
         return NULL;
     }
     if (alloc_add(p, n, ALLOC_RAW, NULL, device, base) < 0)
