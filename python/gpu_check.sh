@@ -61,5 +61,7 @@ leg() { # name, launch_test.sh arguments...
 }
 USHMEM_TEST_DEVICE=0 leg cuda-raw-2 -l ushrun -n 2 -t 120 -i raw -c "pytest -q -ra tests"
 leg cuda-torchrun-2 -l torchrun -n 2 -i torch -t 90 -c "pytest -q -ra tests/test_cuda.py tests/test_collective.py"
+# The seed suite (tests/seed): its buffers and tensors on the device heap here.
+leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "pytest -q -ra --confcutdir=tests/seed tests/seed"
 leg example-2 -l ushrun -n 2 -t 45 -c "python $root/examples/python/ring_torch_cuda.py"
 cat "$O/example-2.log"
