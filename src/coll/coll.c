@@ -1,15 +1,19 @@
 /* Data-movement collectives on teams: broadcast, collect, fcollect, alltoall,
  * alltoalls, their untyped names and the deprecated active-set forms.
  *
- * Broadcast is a binomial tree: each member waits for its parent's flag, pulls
+ * Small data on mapped teams goes through push.c (one synchronization). On
+ * mapped teams of up to USHMEMI_FLAT_SYNC_PES members, broadcast, fcollect
+ * and alltoall pull straight from the members' sources with flags of their
+ * own (pull_blocks): arrival, then "done reading your source". Otherwise:
+ * broadcast is a binomial tree: each member waits for its parent's flag, pulls
  * the data from the parent's dest (the root's source for the root's children)
  * and flags its own children, largest subtree first. The others start with a
  * team sync (every source is ready, every dest may be written), then each PE
  * pulls what it needs straight from the members' symmetric sources: O(n)
  * copies per PE, but only two log-depth syncs. Every collective ends with a
- * team sync, so on return nobody still reads this PE's source or dest and
- * nobody writes into it: the PE may reuse them and start the next collective
- * at once. */
+ * team sync (or the done-reading flags), so on return nobody still reads
+ * this PE's source or dest and nobody writes into it: the PE may reuse them
+ * and start the next collective at once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +53,33 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
             memcpy(dest, ushmemi_push_recv(&p, root, call), nbytes);
         }
         ushmemi_push_end(team, &p, 0);
+        return 0;
+    }
+    if (n <= USHMEMI_FLAT_SYNC_PES && ushmemi_coll_mapped(team)) {
+        /* As pull_blocks, with one source: the root flags its arrival, the
+         * others copy from it and flag it when done. */
+        uint64_t epoch = ++team->pull_epoch;
+        _Atomic uint64_t *flag = ushmemi_team_my_slot(team)->sync_flag;
+        ushmemi_waiter_t w = {0, call};
+        if (v == 0) {
+            atomic_thread_fence(memory_order_seq_cst);
+            for (int k = 1; k < n; k++)
+                ushmemi_flag_put(&flag[USHMEMI_FLAG_ARRIVE + root], epoch,
+                                 ushmemi_team_world_pe(team, (root + k) % n), call);
+            if (root_dest && dest != src)
+                memmove(dest, src, nbytes);
+            for (int k = 1; k < n; k++)
+                while (atomic_load_explicit(&flag[USHMEMI_FLAG_READ + (root + k) % n],
+                                            memory_order_acquire) < epoch)
+                    ushmemi_wait_poll(&w);
+        } else {
+            while (atomic_load_explicit(&flag[USHMEMI_FLAG_ARRIVE + root], memory_order_acquire) <
+                   epoch)
+                ushmemi_wait_poll(&w);
+            int pe = ushmemi_team_world_pe(team, root);
+            memcpy(dest, ushmemi_xlate(src, pe), nbytes);
+            ushmemi_flag_put(&flag[USHMEMI_FLAG_READ + me], epoch, pe, call);
+        }
         return 0;
     }
     uint64_t epoch = ++team->coll_epoch;
