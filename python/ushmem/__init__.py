@@ -64,6 +64,9 @@ except ImportError as _e:  # pragma: no cover - message only
 
 from ._ushmem import *  # noqa: F401,F403  (the C functions are the API)
 from ._ushmem import Error, LeakWarning, SymmetricBuffer, Team  # noqa: F401
+# The teams this package made and has not destroyed (a live list, as the seed's registry;
+# finalize() destroys what is left in it).
+from ._ushmem import _live_teams  # noqa: F401
 
 import enum as _enum
 

@@ -4270,7 +4270,8 @@ PyMODINIT_FUNC PyInit__ushmem(void)
         PyModule_AddObjectRef(m, "Team", (PyObject *)&TeamType) < 0 ||
         PyModule_AddObjectRef(m, "TEAM_WORLD", (PyObject *)g_team_world) < 0 ||
         PyModule_AddObjectRef(m, "TEAM_SHARED", (PyObject *)g_team_shared) < 0 ||
-        PyModule_AddObjectRef(m, "TEAM_INVALID", (PyObject *)g_team_invalid) < 0)
+        PyModule_AddObjectRef(m, "TEAM_INVALID", (PyObject *)g_team_invalid) < 0 ||
+        PyModule_AddObjectRef(m, "_live_teams", g_teams) < 0)
         goto fail;
 #define ADD_ERR(name, val, msg) add_int(m, #name, val) ||
     if (ERR_TABLE(ADD_ERR) 0)

@@ -140,3 +140,13 @@ def tstream():
 def handle(stream):
     """A torch stream's raw handle (None stays None)."""
     return None if stream is None else stream.cuda_stream
+
+
+def store_u64(addr, value):
+    h2d(addr, ctypes.c_uint64(value))
+
+
+def load_u64(addr):
+    v = ctypes.c_uint64()
+    d2h(v, addr)
+    return int(v.value)
