@@ -391,19 +391,28 @@ def _create_process_group(backend, init_method, thread_level, device):
         host = env.get("MASTER_ADDR") or ("127.0.0.1" if env.get("USHMEM_LAUNCHER") == "ushrun"
                                           or n == 1 else __import__("socket").gethostname())
         timeout = datetime.timedelta(seconds=int(env.get("USHMEM_TORCH_TIMEOUT", "300")))
-        store = None
+        store, failure = None, None
         msg = _ushmem.create_buffer(256, zero=True)
         try:
             if me == 0:
-                store = dist.TCPStore(host, int(env.get("MASTER_PORT", 0)), n, True, timeout,
-                                      wait_for_workers=False)
-                where = f"{host} {store.port}".encode()
+                try:
+                    store = dist.TCPStore(host, int(env.get("MASTER_PORT", 0)), n, True,
+                                          timeout, wait_for_workers=False)
+                    where = f"{host} {store.port}".encode()
+                except Exception as e:  # the others must hear of it, not wait
+                    failure, where = e, b"-"
                 for pe in range(n):
                     _ushmem.putmem(msg, where, len(where), pe)
             _ushmem.barrier_all()
-            host, port = bytes(msg).rstrip(b"\0").decode().split()
+            got = bytes(msg).rstrip(b"\0").decode().split()
         finally:
             msg.free()
+        if failure is not None:
+            raise failure
+        if len(got) != 2:
+            raise _error(_ushmem.ERR_BOOTSTRAP, "init_with_torch: PE 0 could not serve the "
+                         "process group's store (see its error); giving up")
+        host, port = got
         if store is None:
             store = dist.TCPStore(host, int(port), n, False, timeout)
         dist.init_process_group(backend, store=store, rank=me, world_size=n)
