@@ -390,7 +390,8 @@ def _create_process_group(backend, init_method, thread_level, device):
         # PE 0 serves the store; where the peers reach it travels in symmetric memory.
         host = env.get("MASTER_ADDR") or ("127.0.0.1" if env.get("USHMEM_LAUNCHER") == "ushrun"
                                           or n == 1 else __import__("socket").gethostname())
-        timeout = datetime.timedelta(seconds=int(env.get("USHMEM_TORCH_TIMEOUT", "300")))
+        # The same patience as the library's own bootstrap.
+        timeout = datetime.timedelta(seconds=int(env.get("USHMEM_BOOTSTRAP_TIMEOUT") or 60))
         store, failure = None, None
         msg = _ushmem.create_buffer(256, zero=True)
         try:
