@@ -66,8 +66,8 @@ double shmemx_wtime(void);
 typedef struct {
     unsigned long long slow_waits;   /* waits that outlasted the first polls */
     unsigned long long polls;        /* polls while spinning on the clock */
-    unsigned long long yields;       /* sched_yield: oversubscribed job */
-    unsigned long long sched_yields; /* sched_yield to a PE queued on our CPU */
+    unsigned long long yields;       /* sched_yield calls (all) */
+    unsigned long long sched_yields; /* of those, to a PE found queued on our CPU */
     unsigned long long sleeps;       /* sleeps of long waits */
     unsigned long long longest_ns;   /* longest single wait */
     const char *longest_call;        /* the call it was in ("" if none) */

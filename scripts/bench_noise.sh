@@ -13,6 +13,7 @@
 #                       e.g. CPUS=0,1 to act as a 2-core machine on a larger one
 #   ITERS               iterations per run (default 100000), REPS runs each (default 3)
 #   STUCK_S             seconds of the stuck test (default 10; 0 skips it)
+#   RUN_TIMEOUT         seconds before one run is killed (default 60)
 #   CONDITIONS          default "2:0 2:1 2:2 2:4 4:0" (PEs:busy processes)
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +24,7 @@ OSHRUN_BIN=${OSHRUN_BIN:-oshrun}
 ITERS=${ITERS:-100000}
 REPS=${REPS:-3}
 STUCK_S=${STUCK_S:-10}
+RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 CONDITIONS=${CONDITIONS:-"2:0 2:1 2:2 2:4 4:0"}
 CPUS=${CPUS:-}
 TS=""
@@ -48,9 +50,9 @@ fi
 run() { # impl npes args...
     local impl=$1 n=$2; shift 2
     if [ "$impl" = ush ]; then
-        $TS timeout -k 5 120 "$USHRUN_BIN" -n "$n" "$WORK/ush" "$@"
+        $TS timeout -k 5 "$RUN_TIMEOUT" "$USHRUN_BIN" -n "$n" "$WORK/ush" "$@"
     else
-        $TS timeout -k 5 120 "$OSHRUN_BIN" --allow-run-as-root --oversubscribe --mca osc ^rdma \
+        $TS timeout -k 5 "$RUN_TIMEOUT" "$OSHRUN_BIN" --allow-run-as-root --oversubscribe --mca osc ^rdma \
             --mca spml ucx --bind-to none -np "$n" "$WORK/osh" "$@" 2>/dev/null
     fi
 }

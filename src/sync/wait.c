@@ -63,6 +63,13 @@ typedef struct {
 } wait_state_t;
 static _Thread_local wait_state_t tw;
 
+/* Until when (ns) waits start by yielding because a PE of this job was found
+ * queued on our CPU: once found, every round trip would pay the check's delay
+ * again; re-checked when the window ends. */
+#define COLOC_WINDOW_NS ((int64_t)5000000)
+#define COLOC_LOST_NS   ((int64_t)300000)
+static _Atomic int64_t coloc_until;
+
 /* Counters (shmemx_wait_stats): updated on the slow path only. */
 static struct {
     _Atomic uint64_t slow_waits, polls, yields, sleeps, sched_yields, longest_ns;
@@ -226,13 +233,16 @@ static void wait_slow(ushmemi_waiter_t *w)
     if (w->spins != UINT_MAX) { /* first slow poll of this wait */
         w->spins = UINT_MAX;
         now = now_ns();
-        tw = (wait_state_t){.t0 = now,
-                            .next_sched = now + SCHED_CHECK_NS,
-                            .next_depart = now + DEPART_CHECK_NS,
-                            .phase = ushmemi_g.wait_oversub ? PH_YIELD : PH_SPIN,
-                            .p2p = call_is_p2p(w->call),
-                            .sched_next_pe =
-                                (ushmemi_g.my_pe + 1) % (ushmemi_g.n_pes ? ushmemi_g.n_pes : 1)};
+        tw = (wait_state_t){
+            .t0 = now,
+            .next_sched = now + SCHED_CHECK_NS,
+            .next_depart = now + DEPART_CHECK_NS,
+            .phase = ushmemi_g.wait_oversub ||
+                             now < atomic_load_explicit(&coloc_until, memory_order_relaxed)
+                         ? PH_YIELD
+                         : PH_SPIN,
+            .p2p = call_is_p2p(w->call),
+            .sched_next_pe = (ushmemi_g.my_pe + 1) % (ushmemi_g.n_pes ? ushmemi_g.n_pes : 1)};
         atomic_fetch_add_explicit(&stats.slow_waits, 1, memory_order_relaxed);
     }
     if (tw.phase == PH_SPIN) {
@@ -256,7 +266,10 @@ static void wait_slow(ushmemi_waiter_t *w)
         if (now >= tw.next_sched) {
             tw.next_sched = now + SCHED_EVERY_NS;
             if (ushmemi_g.local_size > 1 && peer_queued_here()) {
+                atomic_store_explicit(&coloc_until, now + COLOC_WINDOW_NS, memory_order_relaxed);
                 atomic_fetch_add_explicit(&stats.sched_yields, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&stats.yields, 1, memory_order_relaxed);
+                tw.phase = PH_YIELD;
                 sched_yield();
                 return;
             }
@@ -265,6 +278,20 @@ static void wait_slow(ushmemi_waiter_t *w)
         return;
     case PH_YIELD:
         atomic_fetch_add_explicit(&stats.yields, 1, memory_order_relaxed);
+        if (!ushmemi_g.wait_oversub) {
+            /* Yielding because a peer was found on our CPU. A yield that
+             * lasted long gave the CPU to another program, not to our peer
+             * (who would have come back as soon as it waited): the peer has
+             * moved; spin again rather than lose a time slice per wait. */
+            atomic_fetch_add_explicit(&stats.sched_yields, 1, memory_order_relaxed);
+            sched_yield();
+            if (now_ns() - now > COLOC_LOST_NS) {
+                atomic_store_explicit(&coloc_until, 0, memory_order_relaxed);
+                tw.phase = PH_SPIN;
+                tw.next_sched = now + SCHED_EVERY_NS;
+            }
+            return;
+        }
         sched_yield();
         return;
     default: {
@@ -333,7 +360,7 @@ void ushmemi_wait_report(void)
                   "%llu slow waits, %llu polls, %llu yields (%llu to a PE queued on this CPU), "
                   "%llu sleeps, longest wait %.3f ms (%s)",
                   (unsigned long long)s.slow_waits, (unsigned long long)s.polls,
-                  (unsigned long long)s.yields + s.sched_yields, (unsigned long long)s.sched_yields,
+                  (unsigned long long)s.yields, (unsigned long long)s.sched_yields,
                   (unsigned long long)s.sleeps, (double)s.longest_ns * 1e-6,
                   s.longest_call[0] ? s.longest_call : "-");
 }
