@@ -8,7 +8,7 @@ CMAKE_ARGS ?=
 CTEST       = ctest --output-on-failure -j $(JOBS) --timeout 180
 
 .PHONY: all build deps demo check check-unit check-python check-asan check-tsan check-format \
-        check-gen format gen bench bench-compare bench-mpi install clean
+        check-gen format gen bench bench-compare bench-mpi bench-noise install clean
 
 all: build
 
@@ -69,6 +69,12 @@ bench-compare: build
 	@for n in 2 4; do \
 	  BENCH_SRC=bench/shmem_coll_bench.c NPES=$$n USHCC=$(BUILD)/tools/ushcc \
 	  USHRUN="$(BUILD)/tools/ushrun -n $$n" MAX_SIZE_MB=1 scripts/bench_compare.sh || exit 1; done
+
+# waits under load: ping-pong and barrier with 0/1/2/4 busy processes and 4 PEs,
+# ushmem and OSHMEM side by side (median, p99, max), and a stuck job's CPU cost
+bench-noise: build
+	@scripts/deps.sh bench
+	@USHCC=$(BUILD)/tools/ushcc USHRUN_BIN=$(BUILD)/tools/ushrun scripts/bench_noise.sh
 
 # mpi hook: bench/shmem_bench.c over shm, over the mpi transport and with OSHMEM
 bench-mpi: build
