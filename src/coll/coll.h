@@ -84,8 +84,9 @@ static inline uint64_t ushmemi_coll_word(const void *sym, shmem_team_t team, int
 }
 
 /* Team syncs of up to this many members are flat (team_sync.c), on sync
- * flags [0, 8); alltoall and fcollect of up to as many mapped members pull
- * with flags of their own (coll.c): arrivals [8, 16), reads done [16, 24). */
+ * flags [0, 8); broadcast, alltoall and fcollect on up to as many mapped
+ * members pull with flags of their own (coll.c): arrivals [8, 16), reads
+ * done [16, 24). */
 #define USHMEMI_FLAT_SYNC_PES 8
 #define USHMEMI_FLAG_ARRIVE   8
 #define USHMEMI_FLAG_READ     16
@@ -101,7 +102,7 @@ _Static_assert(USHMEMI_FLAG_READ + USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS,
 typedef struct {
     uint64_t seq;  /* this collective's sequence number on the team */
     size_t stride; /* bytes between cells */
-    size_t off;    /* offset of this collective's area in a slot */
+    size_t off;    /* offset of this collective's area in the collective region */
 } ushmemi_push_t;
 
 /* 1 and *p set up when a collective sending nbytes per cell takes the push

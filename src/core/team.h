@@ -57,8 +57,9 @@ typedef struct {
 typedef struct {
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t aset_key[USHMEMI_ASET_MAX]; /* PE 0's copy */
     _Alignas(USHMEMI_CACHELINE) ushmemi_team_slot_t slot[USHMEMI_TEAM_SLOTS];
-    _Alignas(
-        USHMEMI_CACHELINE) unsigned char push_big[USHMEMI_PUSH_BIG_SLOTS][2][USHMEMI_PUSH_BIG_AREA];
+    /* cells of the world and shared teams, [2 * slot + parity] */
+    _Alignas(USHMEMI_CACHELINE) unsigned char push_big[2 * USHMEMI_PUSH_BIG_SLOTS]
+                                                      [USHMEMI_PUSH_BIG_AREA];
 } ushmemi_coll_region_t;
 
 _Static_assert(sizeof(ushmemi_coll_region_t) <= USHMEMI_COLL_REGION_SIZE,
@@ -77,7 +78,7 @@ struct ushmem_team {
     uint64_t push_seq;       /* small collectives started (src/coll/push.c) */
     uint64_t push_safe;      /* every member has finished reading up to this one */
     int push_known;          /* push_max is set */
-    long push_max;           /* push path limit (src/coll/push.c) */
+    long push_max;           /* push path limit, -1: not all mapped (src/coll/push.c) */
     shmem_team_config_t config;
     long config_mask;
     struct ushmem_ctx *ctxs; /* contexts created on this team */
