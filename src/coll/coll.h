@@ -99,6 +99,7 @@ _Static_assert(USHMEMI_FLAG_READ + USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS,
 /* Larger data takes the pull paths (limits measured, see push.c): */
 #define USHMEMI_PUSH_SHARED_TOTAL 4096 /* PEs share cores: bytes a PE copies in */
 #define USHMEMI_PUSH_OWN_BYTES    (4 * USHMEMI_CACHELINE - 16) /* a core each: per cell */
+#define USHMEMI_PUSH_OWN_BCAST    (USHMEMI_CACHELINE - 16)     /* ... for a broadcast */
 typedef struct {
     uint64_t seq;  /* this collective's sequence number on the team */
     size_t stride; /* bytes between cells */

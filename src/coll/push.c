@@ -48,7 +48,8 @@ static long push_max(shmem_team_t team)
      * each, a wait is a few cache-line transfers, and pulling a source the
      * reader still has cached (a repeated collective) beats pushing beyond a
      * few lines (2 PEs: 8 B 0.28 us push vs 0.32 pull; 128 B 0.36 vs 0.45;
-     * 512 B 0.56 vs 0.44; 2 KiB 1.0 vs 0.47). */
+     * 512 B 0.56 vs 0.44; 2 KiB 1.0 vs 0.47), a broadcast beyond one line
+     * (128 B: 0.36 push vs 0.33 pull from the root; 32 B 0.30 vs 0.35). */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus > 0 && ushmemi_g.local_size > cpus)
         return USHMEMI_PUSH_SHARED_TOTAL;
@@ -77,8 +78,9 @@ int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi
     /* A broadcast reader copies one cell, the root n - 1; the others copy n
      * cells in and n - 1 out. */
     if (team->push_max < 0 ||
-        (team->push_max == 0 ? nbytes > USHMEMI_PUSH_OWN_BYTES
-                             : nbytes * (one_writer ? 1 : (size_t)n) > (size_t)team->push_max))
+        (team->push_max == 0
+             ? nbytes > (one_writer ? USHMEMI_PUSH_OWN_BCAST : USHMEMI_PUSH_OWN_BYTES)
+             : nbytes * (one_writer ? 1 : (size_t)n) > (size_t)team->push_max))
         return 0;
     p->seq = ++team->push_seq;
     p->stride = stride;
