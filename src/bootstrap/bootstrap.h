@@ -75,5 +75,9 @@ void ushmemi_bootstrap_monitor_stop(void);
  * (exit status s)"; the other PEs exit silently. msg is cut at 200 bytes.
  * Safe to call at any time: a no-op before init, after fini, or with 1 PE. */
 void ushmemi_bootstrap_abort(int status, const char *msg);
+/* The connections to the PEs this one talks to (star: root all, the others
+ * root), for watching them while waiting on something else; 0 when the
+ * bootstrap has none (mpi, one PE). */
+int ushmemi_bootstrap_watch_fds(int *fds, int max);
 
 #endif

@@ -1694,6 +1694,17 @@ void ushmemi_bootstrap_monitor_stop(void)
     st.mon_started = 0;
 }
 
+int ushmemi_bootstrap_watch_fds(int *fds, int max)
+{
+    int n = 0;
+    if (!st.connected)
+        return 0;
+    for (int k = peer_lo(); k < peer_hi() && n < max; k++)
+        if (st.fd[k] >= 0)
+            fds[n++] = st.fd[k];
+    return n;
+}
+
 void ushmemi_bootstrap_abort(int status, const char *msg)
 {
     if (!st.connected) { /* mpi hook: another bootstrap (mpi) aborts its own way */

@@ -209,14 +209,24 @@ static int send_hello(int sock, const hello_t *h, const int *fds, int nfd)
     return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof *h ? 0 : USHMEM_ESYS;
 }
 
+/* Wait for fd, and watch the bootstrap connections meanwhile: a PE whose init
+ * failed leaves at once (its sockets close), so the others stop within
+ * milliseconds instead of waiting out the timeout. USHMEM_EBOOTSTRAP then. */
 static int wait_readable(int fd, int timeout_ms)
 {
-    struct pollfd p = {fd, POLLIN, 0};
+    struct pollfd p[1 + 64] = {{fd, POLLIN, 0}};
+    int bfd[64];
+    int nw = ushmemi_bootstrap_watch_fds(bfd, 64);
+    for (int i = 0; i < nw; i++)
+        p[1 + i] = (struct pollfd){bfd[i], POLLRDHUP, 0};
     int r;
     do
-        r = poll(&p, 1, timeout_ms);
+        r = poll(p, (nfds_t)(1 + nw), timeout_ms);
     while (r < 0 && errno == EINTR);
-    return r > 0 ? 0 : USHMEM_ETIMEOUT;
+    for (int i = 0; r > 0 && i < nw; i++)
+        if (p[1 + i].revents & (POLLRDHUP | POLLHUP | POLLERR))
+            return USHMEM_EBOOTSTRAP;
+    return r > 0 && p[0].revents ? 0 : USHMEM_ETIMEOUT;
 }
 
 /* Read one hello and its fds (a peer's sendmsg of a few dozen bytes arrives
@@ -229,8 +239,9 @@ static int recv_hello(int sock, int timeout_ms, hello_t *h, int *fds, int *nfd)
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
     *nfd = 0;
-    if (wait_readable(sock, timeout_ms))
-        return USHMEM_ETIMEOUT;
+    int wr = wait_readable(sock, timeout_ms);
+    if (wr)
+        return wr;
     ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -280,7 +291,13 @@ static int serve_higher(int lsock, const peer_card_t *cards, int nhigher, const 
             int64_t spent = now_ms() - t0;
             left = spent >= timeout_ms ? 0 : timeout_ms - (int)spent;
         }
-        if (wait_readable(lsock, left)) {
+        int wr = wait_readable(lsock, left);
+        if (wr == USHMEM_EBOOTSTRAP) {
+            ushmemi_error(call, "a PE of this job failed to initialize; stopping");
+            rc = wr;
+            break;
+        }
+        if (wr) {
             ushmemi_error(call, "local peers did not connect within %ld s",
                           ushmemi_env.bootstrap_timeout);
             rc = USHMEM_ETIMEOUT;
@@ -459,9 +476,12 @@ int ushmemi_fd_exchange(const int *fds, int nfd, ushmemi_fd_recv_fn on_recv, voi
     }
     if (lsock >= 0)
         close(lsock);
-    /* Agree on the outcome so no PE goes on with a half-connected job. */
+    /* Agree on the outcome so no PE goes on with a half-connected job. A PE
+     * that failed does not wait for the others' verdict: it returns, its init
+     * fails and it leaves, which every other PE notices (wait_readable and the
+     * bootstrap both watch the connections). */
     ok = rc == 0;
-    if (oks && brc == 0 && bs->ops->allgather(&ok, oks, sizeof ok) == 0) {
+    if (ok && oks && brc == 0 && bs->ops->allgather(&ok, oks, sizeof ok) == 0) {
         for (int pe = 0; pe < n && rc == 0; pe++)
             if (!oks[pe]) {
                 ushmemi_error(call, "PE %d could not exchange memory handles", pe);

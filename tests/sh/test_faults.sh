@@ -179,6 +179,19 @@ echo "FIGURE init failure (SHMEM_SYMMETRIC_SIZE=20T, 8 PEs): ${el}s, status $rc;
 check "failed init: job ended non-zero in ${el}s (<= 10)" \
   '[ $rc != 0 ] && [ $rc != 124 ] && awk -v e="$el" "BEGIN { exit !(e <= 10) }"'
 
+# The same without a launcher (torchrun's variables): only the library can end it.
+t0=$(now); pids=(); port=$((20000 + RANDOM % 20000))
+for r in $(seq 0 7); do
+  SHMEM_SYMMETRIC_SIZE=20T RANK=$r LOCAL_RANK=$r WORLD_SIZE=8 LOCAL_WORLD_SIZE=8 \
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 60 "$tmp/clean" >"$tmp/i$r" 2>&1 &
+  pids+=($!)
+done
+rcs=""; for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
+el=$(dt "$t0" "$(now)")
+echo "FIGURE init failure, torchrun-style by hand (20T, 8 PEs): ${el}s, status$rcs"
+check "failed init without launcher: all 8 PEs non-zero in ${el}s (<= 10)" \
+  '! grep -qwE "0|124" <<<"$rcs" && awk -v e="$el" "BEGIN { exit !(e <= 10) }"'
+
 new=$(comm -13 <(echo "$before") <(ls /dev/shm | sort) | grep -v -E '^(vader_segment|sm_segment|ompi|psm2|ucx|sem\.)' || true)
 check "nothing left in /dev/shm (new: ${new:-none})" '[ -z "$new" ]'
 exit $fail
