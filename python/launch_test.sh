@@ -56,8 +56,7 @@ cd "$here" || exit 2
 kill_after=10
 case $launcher in
   ushrun)
-    # The seed suite (tests/seed) counts PEs from WORLD_SIZE at collection, before init.
-    export WORLD_SIZE=${WORLD_SIZE:-$npes}
+    # (ushrun exports RANK and WORLD_SIZE itself: the seed suite reads WORLD_SIZE before init.)
     exec timeout -k $kill_after $((timeout_s + 5)) \
       "$build/tools/ushrun" -n "$npes" --timeout "$timeout_s" --tag-output "$py" "$@" ;;
   mpirun)

@@ -97,7 +97,8 @@ static void usage(FILE *f)
             "  -h, --help        this help\n"
             "  --version         print the version\n\n"
             "Each PE gets USHMEM_RANK, USHMEM_NPES, USHMEM_LOCAL_RANK, USHMEM_LOCAL_SIZE,\n"
-            "USHMEM_BOOTSTRAP_ADDR, USHMEM_SECRET, USHMEM_LAUNCHER=ushrun, USHMEM_LAUNCHER_PID.\n",
+            "USHMEM_BOOTSTRAP_ADDR, USHMEM_SECRET, USHMEM_LAUNCHER=ushrun, USHMEM_LAUNCHER_PID,\n"
+            "and RANK and WORLD_SIZE (torch's names; not LOCAL_RANK, which binds a GPU).\n",
             USHRUN_MAX_PES);
     fputs("\nWith --mps, ushrun starts nvidia-cuda-mps-control -d in a private temporary\n"
           "directory and quits it when the job ends, unless a daemon already runs at\n"
@@ -305,6 +306,12 @@ static void child_exec(int rank, int npes, const char *addr, const char *secret,
     setenv("USHMEM_SECRET", secret, 1);
     setenv("USHMEM_LAUNCHER", "ushrun", 1);
     set_env_int("USHMEM_LAUNCHER_PID", launcher_pid);
+    /* torch's names, for programs that size themselves before shmem_init (rocshmem4py's
+     * tests read WORLD_SIZE). Set like torchrun does: a value inherited from an enclosing
+     * job would describe that job. The bootstrap still comes from USHMEM_RANK, which wins
+     * over RANK/WORLD_SIZE/MASTER_ADDR in detect.c. Not LOCAL_RANK: it binds a GPU. */
+    set_env_int("RANK", rank);
+    set_env_int("WORLD_SIZE", npes);
 
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &orig_mask, NULL);

@@ -47,16 +47,17 @@ expect_rc() {
 # --- environment contract ---
 env_cmd='echo "$USHMEM_RANK $USHMEM_NPES $USHMEM_LOCAL_RANK $USHMEM_LOCAL_SIZE'
 env_cmd+=' $USHMEM_BOOTSTRAP_ADDR $USHMEM_SECRET $USHMEM_LAUNCHER $USHMEM_LAUNCHER_PID'
-env_cmd+=' ${RANK-unset} ${LOCAL_RANK-unset}"'
-run 10 -n 4 sh -c "$env_cmd"
+env_cmd+=' ${RANK-unset} ${WORLD_SIZE-unset} ${LOCAL_RANK-unset}"'
+run 10 -n 4 env -u LOCAL_RANK sh -c "$env_cmd"
 if expect_rc "env: exit 0" 0; then
     ranks=$(cut -d' ' -f1 "$TMP/out" | sort -n | tr '\n' ' ')
     distinct_jobs=$(cut -d' ' -f5-6,8 "$TMP/out" | sort -u | wc -l)
     if [ "$ranks" != "0 1 2 3 " ]; then
         fail "env: distinct ranks 0..3" "got '$ranks'"
-    elif ! awk '$2 != 4 || $3 != $1 || $4 != 4 || $7 != "ushrun" || $9 != "unset" ||
-                $10 != "unset" { exit 1 }' "$TMP/out"; then
-        fail "env: NPES, LOCAL_RANK, LOCAL_SIZE, LAUNCHER, no RANK/LOCAL_RANK" "$(cat "$TMP/out")"
+    elif ! awk '$2 != 4 || $3 != $1 || $4 != 4 || $7 != "ushrun" || $9 != $1 ||
+                $10 != 4 || $11 != "unset" { exit 1 }' "$TMP/out"; then
+        fail "env: NPES, LOCAL_RANK, LOCAL_SIZE, LAUNCHER, RANK/WORLD_SIZE, no LOCAL_RANK" \
+            "$(cat "$TMP/out")"
     elif [ "$distinct_jobs" != 1 ]; then
         fail "env: one address, secret and launcher pid for the job" "$(cat "$TMP/out")"
     elif ! grep -Eq '^0 [0-9 ]+unix:@ushmem-[0-9a-f]+ [0-9a-f]{32} ushrun [0-9]+ ' "$TMP/out"; then
@@ -66,6 +67,52 @@ if expect_rc "env: exit 0" 0; then
     fi
 fi
 addr1=$(cut -d' ' -f5 "$TMP/out" | head -1)
+
+# RANK / WORLD_SIZE describe the job ushrun starts, whatever ushrun inherited (an enclosing
+# torchrun's, say); LOCAL_RANK is never set by ushrun (it binds a GPU) and passes through.
+RANK=7 WORLD_SIZE=9 run 10 -n 2 sh -c 'echo "$USHMEM_RANK $RANK $WORLD_SIZE"'
+if expect_rc "env: inherited RANK/WORLD_SIZE replaced" 0; then
+    if [ "$(sort "$TMP/out" | tr '\n' ' ')" = "0 0 2 1 1 2 " ]; then
+        pass "env: inherited RANK/WORLD_SIZE replaced"
+    else fail "env: inherited RANK/WORLD_SIZE replaced" "$(cat "$TMP/out")"; fi
+fi
+
+# With torchrun's variables all present (RANK, WORLD_SIZE from ushrun; MASTER_ADDR/PORT
+# inherited, pointing nowhere), a real program still bootstraps over ushrun's variables.
+USHCC=$(dirname "$USHRUN")/ushcc
+if [ -x "$USHCC" ]; then
+    cat >"$TMP/pes.c" <<'C'
+#include <shmem.h>
+#include <stdio.h>
+int main(void)
+{
+    shmem_init();
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    long *x = shmem_malloc(sizeof *x);
+    *x = -1;
+    shmem_barrier_all();
+    shmem_long_p(x, me, (me + 1) % n);
+    shmem_barrier_all();
+    printf("%d %d %ld\n", me, n, *x);
+    shmem_free(x);
+    shmem_finalize();
+    return 0;
+}
+C
+    if "$USHCC" -O1 "$TMP/pes.c" -o "$TMP/pes" 2>"$TMP/cc"; then
+        MASTER_ADDR=192.0.2.1 MASTER_PORT=29500 USHMEM_BOOTSTRAP_TIMEOUT=5 \
+            run 20 -n 3 "$TMP/pes"
+        if expect_rc "bootstrap: ushrun's variables win over RANK/WORLD_SIZE/MASTER_ADDR" 0 10 &&
+            [ "$(sort "$TMP/out" | tr '\n' ' ')" = "0 3 2 1 3 0 2 3 1 " ]; then
+            pass "bootstrap: ushrun's variables win over RANK/WORLD_SIZE/MASTER_ADDR"
+        elif [ "$rc" -eq 0 ]; then
+            fail "bootstrap: ushrun's variables win over RANK/WORLD_SIZE/MASTER_ADDR" \
+                "$(cat "$TMP/out")"
+        fi
+    else fail "bootstrap: compile with ushcc" "$(cat "$TMP/cc")"; fi
+else
+    echo "SKIP: bootstrap under torchrun-like variables (no ushcc next to ushrun)"
+fi
 run 10 -n 1 sh -c 'echo $USHMEM_BOOTSTRAP_ADDR'
 if [ -n "$addr1" ] && [ "$(cat "$TMP/out")" != "$addr1" ]; then pass "env: fresh job id per run"; else
     fail "env: fresh job id per run" "both runs used $addr1"; fi
