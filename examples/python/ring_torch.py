@@ -41,9 +41,11 @@ def main():
     def payload(p):
         return torch.arange(12, dtype=torch.float32).view(shape) + 100 * p
 
-    inbox = ut.create_tensor(shape, torch.float32)   # collective
-    flag = ushmem.create_buffer(8, zero=True)        # uint64 signal word
-    counter = ushmem.create_buffer(8, zero=True)
+    # Host memory (CPU tensors) even where a GPU is bound (the default there is the
+    # device heap: see ring_torch_cuda.py).
+    inbox = ut.create_tensor(shape, torch.float32, device="cpu")  # collective
+    flag = ushmem.create_buffer(8, device="cpu", zero=True)       # uint64 signal word
+    counter = ushmem.create_buffer(8, device="cpu", zero=True)
     total = torch.zeros(shape)
     carry = payload(me)
     for step in range(1, n):
@@ -63,8 +65,8 @@ def main():
     n_ok = torch.tensor([ushmem.uint64_atomic_fetch(counter, 0)], dtype=torch.int64)
 
     # PE 0 broadcasts the count; everybody reads the neighbour's inbox in place.
-    src = ut.create_tensor(1, torch.int64)
-    dst = ut.create_tensor(1, torch.int64)
+    src = ut.create_tensor(1, torch.int64, device="cpu")
+    dst = ut.create_tensor(1, torch.int64, device="cpu")
     src.copy_(n_ok)
     ut.broadcast(ushmem.TEAM_WORLD, dst, src, 0)
     peer = ut.get_peer_tensor(inbox, right)  # a view of right's memory (same host)

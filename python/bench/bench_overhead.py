@@ -38,10 +38,10 @@ def main():
     ushmem.init()
     me, npes = ushmem.my_pe(), ushmem.n_pes()
     peer = (me + 1) % npes
-    buf = ushmem.create_buffer(4096)
-    sig = ushmem.create_buffer(8, zero=True)
+    buf = ushmem.create_buffer(4096, device="cpu")  # the host path, GPU or not
+    sig = ushmem.create_buffer(8, device="cpu", zero=True)
     src8, dst8 = b"\x01" * 8, bytearray(8)
-    sym_src = ushmem.create_buffer(8)
+    sym_src = ushmem.create_buffer(8, device="cpu")
     import numpy as np
     arr8 = np.ones(8, np.uint8)
     baseline = per_call(abs, (0,), a.n, a.r)  # loop + a builtin call with 1 argument
@@ -70,7 +70,7 @@ def main():
     try:
         import torch
         import ushmem.interop.torch as ut
-        t = ut.create_tensor(2, torch.float32)
+        t = ut.create_tensor(2, torch.float32, device="cpu")
         s = torch.ones(2)
         ushmem.barrier_all()
         results["interop.torch.put 8 B"] = per_call(ut.put, (t, s, peer), a.n // 10, a.r)

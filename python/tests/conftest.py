@@ -79,7 +79,7 @@ def init_tier(tier):
 def _share_seed():
     """PE 0 picks the seed (USHMEM_TEST_SEED or random) and puts it to every PE."""
     me, n = ushmem.my_pe(), ushmem.n_pes()
-    buf = ushmem.create_buffer(8, zero=True)
+    buf = ushmem.create_buffer(8, device="cpu", zero=True)
     if me == 0:
         seed = int(os.environ.get("USHMEM_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
         for pe in range(n):
@@ -236,7 +236,7 @@ def sym_bytes():
     made = []
 
     def make(n, zero=False):
-        b = ushmem.create_buffer(n, zero=zero)
+        b = ushmem.create_buffer(n, device="cpu", zero=zero)
         made.append(b)
         return b
     yield make

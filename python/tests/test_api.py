@@ -54,7 +54,7 @@ def test_docstrings_and_signatures():
 
 def test_keyword_arguments(me, npes):
     right = (me + 1) % npes
-    b = ushmem.create_buffer(64, zero=True)
+    b = ushmem.create_buffer(64, device="cpu", zero=True)
     ushmem.putmem_on_stream(b, bytes([me + 1] * 8), 8, right, stream=None)
     ushmem.putmem(dest=b[8:16], source=b"abcdefgh", nbytes=8, pe=me)
     ushmem.barrier_on_stream(ushmem.TEAM_WORLD, stream=None)
@@ -116,7 +116,7 @@ def test_all():
 
 def test_stats(me, npes):
     right = (me + 1) % npes
-    b = ushmem.create_buffer(64, zero=True)
+    b = ushmem.create_buffer(64, device="cpu", zero=True)
     ushmem.barrier_all()
     ushmem.reset_stats()
     ushmem.putmem(b, b"12345678", 8, right)

@@ -83,8 +83,9 @@ def test_cuda_device_buffers(me, npes):
     bufs = [ushmem.create_buffer(64, device="cuda"), ushmem.create_buffer(64, device=dev),
             ushmem.SymmetricBuffer(64, device=f"cuda:{dev}"),
             ushmem.create_buffer(64, device=torch.device("cuda", dev)),
-            ushmem.create_buffer(4096, device="cuda", zero=True)]
-    host = ushmem.create_buffer(64)  # host memory next to device memory in one job
+            ushmem.create_buffer(4096, device="cuda", zero=True),
+            ushmem.create_buffer(64), ushmem.SymmetricBuffer(64)]  # default: the device heap
+    host = ushmem.create_buffer(64, device="cpu")  # host memory next to device memory in one job
     for b in bufs:
         assert b.device == f"cuda:{dev}" and b.owning and b.pe == me and "cuda" in repr(b)
     assert host.device == "cpu"
@@ -271,7 +272,7 @@ def test_cuda_streams_with_host_memory(me, npes, data):
     torch = _t()
     n = 777
     right, left = (me + 1) % npes, (me - 1) % npes
-    hbuf = ushmem.create_buffer(n)
+    hbuf = ushmem.create_buffer(n, device="cpu")
     dbuf = ushmem.create_buffer(n, device="cuda")
     payload = data.bytes(me, n, "h")
     s = torch.cuda.Stream()
@@ -300,7 +301,7 @@ def test_cuda_signals_on_stream(me, npes, data, sigmem):
     n = 2048
     right, left = (me + 1) % npes, (me - 1) % npes
     buf = ushmem.create_buffer(n, device="cuda")
-    sig = ushmem.create_buffer(8, device=None if sigmem == "cpu" else "cuda", zero=True)
+    sig = ushmem.create_buffer(8, device="cpu" if sigmem == "cpu" else "cuda", zero=True)
     src = _cuda_bytes(data, me, n, "ps")
     got = torch.zeros(n, dtype=torch.uint8, device=src.device)
     s, st = _stream("torch")

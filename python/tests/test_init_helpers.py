@@ -44,7 +44,7 @@ assert not dist.is_initialized()
 ushmem.init_with_torch()
 assert dist.is_initialized() and dist.get_world_size() == 1 and dist.get_rank() == 0
 assert ushmem.init_method() == "torch" and ushmem.n_pes() == 1
-b = ushmem.create_buffer(8); ushmem.putmem(b, b"12345678", 8, 0); assert bytes(b) == b"12345678"
+b = ushmem.create_buffer(8, device="cpu"); ushmem.putmem(b, b"12345678", 8, 0); assert bytes(b) == b"12345678"
 b.free()
 ushmem.finalize_with_torch()
 assert not dist.is_initialized() and not ushmem.is_initialized()

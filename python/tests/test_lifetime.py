@@ -31,7 +31,7 @@ def _run(code, **env):
 AFTER_FINALIZE = """
 import warnings, numpy as np, ushmem
 ushmem.init()
-b = ushmem.create_buffer(1 << 16)
+b = ushmem.create_buffer(1 << 16, device="cpu")
 ushmem.putmem(b, b"\\x07" * (1 << 16), 1 << 16, 0)
 mv = memoryview(b)
 arr = np.asarray(b)
@@ -40,7 +40,7 @@ raw = ushmem.malloc(4096)
 torch_t = None
 try:
     import torch, ushmem.interop.torch as ut
-    torch_t = ut.create_tensor((256,), torch.int32)
+    torch_t = ut.create_tensor((256,), torch.int32, device="cpu")
     torch_t.fill_(5)
 except ImportError:
     pass
@@ -67,7 +67,7 @@ for call in (lambda: bytes(b), lambda: bytes(view), lambda: ushmem.putmem(b, b"x
         raise SystemExit("a finalized buffer was usable")
 del mv, arr
 ushmem.init()  # the library starts again elsewhere; the old range stays reserved
-b2 = ushmem.create_buffer(64); ushmem.putmem(b2, b"ok", 2, 0); assert bytes(b2[:2]) == b"ok"
+b2 = ushmem.create_buffer(64, device="cpu"); ushmem.putmem(b2, b"ok", 2, 0); assert bytes(b2[:2]) == b"ok"
 b2.free(); ushmem.finalize()
 print("ok")
 """
@@ -82,7 +82,7 @@ def test_views_after_finalize_do_not_crash():
 POISON = """
 import ushmem, ctypes
 ushmem.init()
-b = ushmem.create_buffer(256)
+b = ushmem.create_buffer(256, device="cpu")
 ushmem.putmem(b, bytes(256), 256, 0)
 addr = b.ptr
 b.free()
@@ -93,7 +93,7 @@ after_raw = ctypes.string_at(raw, 256)
 res = None
 try:
     import torch, ushmem.interop.torch as ut
-    t = ut.create_tensor((16,), torch.int32)
+    t = ut.create_tensor((16,), torch.int32, device="cpu")
     t.fill_(0)
     ut.free_tensor(t)
     res = t.view(torch.uint8).tolist()  # reads freed memory: the poison shows

@@ -53,7 +53,7 @@ def test_align_above_page_size():
 def test_malloc_free_errors(me):
     assert ushmem.malloc(0) is None  # like C: NULL, nothing to free
     p = ushmem.malloc(64)
-    buf = ushmem.create_buffer(64)
+    buf = ushmem.create_buffer(64, device="cpu")
     with pytest.raises(ushmem.Error) as ei:
         ushmem.free(p + 8)  # not the start of an allocation
     assert ei.value.code == ushmem.ERR_NOTFOUND
@@ -77,11 +77,11 @@ def test_malloc_free_errors(me):
 
 def test_heap_exhaustion_raises_everywhere():
     with pytest.raises(ushmem.Error) as ei:
-        ushmem.create_buffer(1 << 50)
+        ushmem.create_buffer(1 << 50, device="cpu")
     assert ei.value.code == ushmem.ERR_NOMEM and "SHMEM_SYMMETRIC_SIZE" in ei.value.message
     with pytest.raises(ushmem.Error):
         ushmem.malloc(1 << 50)
-    b = ushmem.create_buffer(32)  # the heap still works afterwards, on every PE alike
+    b = ushmem.create_buffer(32, device="cpu")  # the heap still works afterwards, on every PE alike
     b.free()
 
 
@@ -126,7 +126,7 @@ def test_buffer_register():
         ushmem.buffer_register(12345)  # an int address needs a length
     # a registered local buffer is a valid RMA source
     ushmem.buffer_register(a, 64)
-    buf = ushmem.create_buffer(64)
+    buf = ushmem.create_buffer(64, device="cpu")
     ushmem.putmem(buf, a, 64, ushmem.my_pe())
     ushmem.buffer_unregister_all()
     buf.free()
@@ -134,7 +134,7 @@ def test_buffer_register():
 
 def test_live_allocations_track_everything(me):
     before = ushmem.live_allocations()
-    b = ushmem.create_buffer(48)
+    b = ushmem.create_buffer(48, device="cpu")
     p = ushmem.calloc(3, 16)
     now = {a: (n, k) for a, n, k in ushmem.live_allocations()}
     assert now[b.ptr] == (48, "SymmetricBuffer") and now[p] == (48, "malloc")
@@ -144,7 +144,7 @@ def test_live_allocations_track_everything(me):
 
 
 def test_seed_buffer_attributes(me, npes):
-    b = ushmem.create_buffer(64)
+    b = ushmem.create_buffer(64, device="cpu")
     assert b.size == b.nbytes == 64 and b.dtype == np.uint8
     assert int(b) == b.ptr
     right = (me + 1) % npes
@@ -169,13 +169,13 @@ def test_seed_buffer_attributes(me, npes):
 def test_peer_ptr_table(me, npes):
     torch = pytest.importorskip("torch")
     import ushmem.interop.torch as ut
-    t = ut.create_tensor((16,), torch.int64)
+    t = ut.create_tensor((16,), torch.int64, device="cpu")
     assert getattr(t, "__symm_tensor__", False) is True
     table = ut.get_peer_ptr_table(t)
     assert table.dtype == torch.int64 and table.device == t.device and table.numel() == npes
     assert table[me].item() == t.data_ptr()
     assert table.tolist() == [b or 0 for b in ushmem.get_heap_bases(t.data_ptr())]
-    b = ushmem.create_buffer(32)
+    b = ushmem.create_buffer(32, device="cpu")
     assert ushmem.get_peer_ptr_table(b).tolist() == ushmem.get_heap_bases(b)
     with pytest.raises(ValueError, match="not a symmetric tensor"):
         ut.get_peer_ptr_table(torch.zeros(4))
@@ -191,7 +191,7 @@ def test_seed_nonowning_buffer(me, npes):
     its SymmetricBuffer when it has one); the seed's attribute names; view.free() only marks
     the view freed; torch.as_tensor(host buffer) works (a copy, through the sequence
     protocol; torch.frombuffer / numpy give a view)."""
-    b = ushmem.create_buffer(256)
+    b = ushmem.create_buffer(256, device="cpu")
     raw = ushmem.malloc(128)
     ushmem.putmem(b, bytes(range(256)), 256, me)
     v = ushmem.SymmetricBuffer(64, ptr=b.ptr + 16, own_data=False)
@@ -230,3 +230,43 @@ def test_seed_nonowning_buffer(me, npes):
     b.free()
     assert len(errors) == 5, errors
     assert got == b"\x07" * 128
+
+
+def test_default_placement_follows_the_seed(me):
+    """Without device=, create_buffer / SymmetricBuffer / create_tensor allocate where
+    rocshmem4py's do: on the device heap when this PE has a CUDA device bound, else on the
+    host heap; device='cpu' (or 'host', torch.device('cpu')) always gives host memory, and
+    interop.numpy arrays are always host memory."""
+    import ushmem.interop.numpy as unp
+    dev = ushmem.cuda_device()
+    want = "cpu" if dev is None else f"cuda:{dev}"
+    made = [ushmem.create_buffer(64), ushmem.SymmetricBuffer(64),
+            ushmem.create_buffer(64, zero=True), ushmem.create_buffer(64, device=None)]
+    host = [ushmem.create_buffer(64, device="cpu"), ushmem.SymmetricBuffer(64, device="host"),
+            ushmem.create_buffer(64, device="cpu", zero=True)]
+    arr = unp.zeros(4, np.int64)
+    placed = [b.device for b in made]
+    ordinals = [b._device for b in made]
+    hosts = [b.device for b in host]
+    zeroed = bytearray(b"\xff" * 64)
+    ushmem.getmem(zeroed, made[2], 64, me)  # zero=True on whichever heap it landed
+    arr_host = ushmem.buffer_of(arr.ctypes.data).device
+    tensors = None
+    try:
+        import torch
+        import ushmem.interop.torch as ut
+        ts = [ut.create_tensor(4, torch.int32), ut.create_tensor(4, torch.int32, device="cpu"),
+              ut.create_tensor(4, torch.int32, device=torch.device("cpu"))]
+        tensors = [str(t.device) for t in ts]
+        for t in ts:
+            ut.free_tensor(t)
+    except ImportError:
+        pass
+    for b in made + host:
+        b.free()
+    unp.free_array(arr)
+    assert placed == [want] * 4
+    assert ordinals == [-1 if dev is None else dev] * 4
+    assert hosts == ["cpu"] * 3 and arr_host == "cpu"
+    assert zeroed == bytes(64)
+    assert tensors is None or tensors == ["cpu" if dev is None else f"cuda:{dev}", "cpu", "cpu"]

@@ -73,7 +73,8 @@ def test_sdist_wheel_install_run(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("USHMEM_", "PYTHONPATH", "OMPI_", "PMI", "RANK", "WORLD_SIZE"))}
     env["PYTHONPATH"] = str(tmp_path / "i")
-    code = ("import ushmem; ushmem.init(); me = ushmem.my_pe(); b = ushmem.create_buffer(8); "
+    code = ("import ushmem; ushmem.init(); me = ushmem.my_pe(); "
+            "b = ushmem.create_buffer(8, device='cpu'); "
             "ushmem.putmem(b, bytes([me + 1]) * 8, 8, (me + 1) % 2); ushmem.barrier_all(); "
             "print(f'got {bytes(b)[0]} {ushmem.__file__}', flush=True); b.free(); ushmem.finalize()")
     r = subprocess.run([str(tmp_path / "i" / "bin" / "ushrun"), "-n", "2", sys.executable,

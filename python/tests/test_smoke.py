@@ -10,7 +10,7 @@ import ushmem
 
 
 def test_create_buffer_lifecycle(me):
-    buf = ushmem.create_buffer(256)
+    buf = ushmem.create_buffer(256, device="cpu")
     assert isinstance(buf, ushmem.SymmetricBuffer)
     assert len(buf) == buf.nbytes == 256
     assert buf.owning and not buf.freed and buf.base is None
@@ -39,7 +39,7 @@ def test_create_buffer_lifecycle(me):
     with pytest.raises(ushmem.Error):
         ushmem.putmem(view, b"x", 1, me)
     # context manager frees collectively on exit
-    with ushmem.SymmetricBuffer(64) as b2:
+    with ushmem.SymmetricBuffer(64, device="cpu") as b2:
         assert not b2.freed
     assert b2.freed
 
@@ -121,7 +121,7 @@ def test_peer_buffer(me, npes, data, sym_bytes):
 
 
 def test_views_die_with_their_buffer(me):
-    buf = ushmem.create_buffer(64)
+    buf = ushmem.create_buffer(64, device="cpu")
     peer = ushmem.get_peer_buffer(buf, me)
     sl = buf[8:16]
     buf.free()
@@ -177,7 +177,7 @@ def test_signal_ring(me, npes, data, sym_bytes):
 
 
 def test_gc_warns_and_never_frees(me):
-    buf = ushmem.create_buffer(128)
+    buf = ushmem.create_buffer(128, device="cpu")
     addr = buf.ptr
     with pytest.warns(ushmem.LeakWarning, match="garbage-collected without free"):
         del buf
@@ -203,7 +203,7 @@ def test_init_state_is_honest(tier):
 
 
 def test_finalize_reports_leaks_then_reinit(me, npes, reinit):
-    buf = ushmem.create_buffer(100)
+    buf = ushmem.create_buffer(100, device="cpu")
     raw = ushmem.malloc(200)
     _, team = ushmem.team_split_strided(ushmem.TEAM_WORLD, 0, 1, npes)
     nleaks = len(ushmem.live_allocations())
@@ -241,7 +241,7 @@ def test_finalize_reports_leaks_then_reinit(me, npes, reinit):
     assert ushmem.live_allocations() == []
     with pytest.raises(ushmem.Error):
         ushmem.free(raw)  # that allocation died with the old instance
-    b2 = ushmem.create_buffer(16)
+    b2 = ushmem.create_buffer(16, device="cpu")
     ushmem.putmem(b2, b"0123456789abcdef", 16, (me + 1) % npes)
     ushmem.barrier_all()
     assert bytes(b2) == b"0123456789abcdef"

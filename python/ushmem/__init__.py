@@ -20,8 +20,9 @@ Garbage collection never frees symmetric memory (freeing is collective): it
 warns with ``LeakWarning`` and ``finalize()`` reports what was never freed.
 
 CUDA: ``init(device=...)`` (or LOCAL_RANK / USHMEM_DEVICE) binds a GPU; then
-``create_buffer(n, device="cuda")`` allocates on the device heap and the
-``*_on_stream`` forms take a stream (None: CUDA's legacy default stream for
+``create_buffer(n)`` allocates on the device heap, as rocshmem4py's buffers
+(``device="cpu"``: host memory; without a GPU bound the host heap is the default),
+and the ``*_on_stream`` forms take a stream (None: CUDA's legacy default stream for
 device memory, "now" for host memory). ``cuda_device()`` says which GPU.
 """
 import os as _os
@@ -393,7 +394,7 @@ def _create_process_group(backend, init_method, thread_level, device):
         # The same patience as the library's own bootstrap.
         timeout = datetime.timedelta(seconds=int(env.get("USHMEM_BOOTSTRAP_TIMEOUT") or 60))
         store, failure = None, None
-        msg = _ushmem.create_buffer(256, zero=True)
+        msg = _ushmem.create_buffer(256, device="cpu", zero=True)  # read with bytes()
         try:
             if me == 0:
                 try:

@@ -99,7 +99,7 @@ class SignalOp(IntEnum):
 
 
 class SymmetricBuffer:
-    """A collective allocation of nbytes on the symmetric heap (device='cuda': the device heap); with ptr= and own_data=False, a non-owning view of nbytes of live symmetric memory at ptr."""
+    """A collective allocation of nbytes on the symmetric heap: the device heap when this PE has a CUDA device bound, else the host heap (device='cpu': host memory always; device='cuda': the device heap or an error); with ptr= and own_data=False, a non-owning view of nbytes of live symmetric memory at ptr."""
     def __init__(self, nbytes, device=None, zero=False, *, ptr=None, dtype=None, own_data=True) -> None: ...
     @property
     def __array_interface__(self) -> Any: ...
@@ -230,7 +230,7 @@ def calloc(count, size) -> Any:
     ...
 
 def create_buffer(nbytes, device=None, zero=False) -> Any:
-    """Collective: a SymmetricBuffer of nbytes (host heap; device='cuda': the device heap of the bound GPU); zero=True zeroes it."""
+    """Collective: a SymmetricBuffer of nbytes: on the device heap when this PE has a CUDA device bound, else on the host heap (device='cpu': host memory always; device='cuda': the device heap of the bound GPU, or an error); zero=True zeroes it."""
     ...
 
 def cuda_device() -> Any:

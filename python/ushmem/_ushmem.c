@@ -19,8 +19,9 @@
  * past an allocation are all refused), and what finalize() reports as leaks.
  *
  * Device (CUDA) memory: when the library has a CUDA device bound (found out
- * once, collectively, at init: see probe_device), create_buffer(device=...)
- * allocates on the device heap, device memory is accepted wherever the C API
+ * once, collectively, at init: see probe_device), create_buffer() allocates
+ * on its device heap unless device='cpu' asks for host memory (rocshmem4py's
+ * buffers are device memory), device memory is accepted wherever the C API
  * accepts it, and the _on_stream forms call the C shmemx_*_on_stream routines
  * with the caller's stream. The CUDA driver is never linked: pointer queries
  * go through the libcuda.so.1 the library loaded. Without a bound device,
@@ -655,13 +656,16 @@ static SymBuf *symbuf_new(char *ptr, char *sym, size_t nbytes, SymBuf *owner, in
     return b;
 }
 
-/* device= argument: None / "cpu" -> -1 (host heap); "cuda", torch.device("cuda")
- * -> DEV_ANY (the bound device); "cuda:N", torch.device("cuda", N), N -> N. */
-#define DEV_ANY (-2)
+/* device= argument: None -> DEV_DEFAULT (the device heap when this PE has one,
+ * as rocshmem4py's buffers, else the host heap); "cpu" / "host" -> -1 (host
+ * heap); "cuda", torch.device("cuda") -> DEV_ANY (the bound device); "cuda:N",
+ * torch.device("cuda", N), N -> N. */
+#define DEV_ANY     (-2)
+#define DEV_DEFAULT (-3)
 static int parse_device(PyObject *dev, int *out, const char *fn)
 {
     if (dev == NULL || dev == Py_None) {
-        *out = -1;
+        *out = DEV_DEFAULT;
         return 0;
     }
     if (PyLong_Check(dev) && !PyBool_Check(dev)) {
@@ -723,7 +727,9 @@ static PyObject *symbuf_alloc(size_t nbytes, int zero, int device, const char *f
 {
     if (require_init(fn))
         return NULL;
-    if (device != -1 && resolve_device(device, &device, fn))
+    if (device == DEV_DEFAULT)
+        device = g_dev; /* the device heap found at init (-1: none, the host heap) */
+    else if (device != -1 && resolve_device(device, &device, fn))
         return NULL;
     if (nbytes == 0) {
         PyErr_Format(PyExc_ValueError, "%s: nbytes must be > 0", fn);
@@ -1328,8 +1334,10 @@ static PyTypeObject SymBufType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "SymmetricBuffer(nbytes, device=None, zero=False, *, ptr=None, dtype=None, "
               "own_data=True)\n--\n\n"
-              "A collective allocation of nbytes on the symmetric heap (device='cuda': the device "
-              "heap); with ptr= and own_data=False, a non-owning view of nbytes of live "
+              "A collective allocation of nbytes on the symmetric heap: the device heap when "
+              "this PE has a CUDA device bound, else the host heap (device='cpu': host memory "
+              "always; device='cuda': the device heap or an error); with ptr= and own_data=False, "
+              "a non-owning view of nbytes of live "
               "symmetric memory at ptr.\n\nfree() is explicit, collective and idempotent; garbage "
               "collection never frees (it warns, and finalize() reports the leak). Slicing "
               "yields non-owning views. Exposes the buffer protocol, __array_interface__ "
@@ -4185,8 +4193,9 @@ static PyMethodDef methods[] = {
     F_(init_attr, KW, "($module, rank, nranks, uid, device=None, thread_level=None)",
        "Initializes with a unique id from get_uniqueid() on rank 0, shipped to every rank."),
     F_(create_buffer, KW, "($module, nbytes, device=None, zero=False)",
-       "Collective: a SymmetricBuffer of nbytes (host heap; device='cuda': the device heap of "
-       "the bound GPU); zero=True zeroes it."),
+       "Collective: a SymmetricBuffer of nbytes: on the device heap when this PE has a CUDA "
+       "device bound, else on the host heap (device='cpu': host memory always; device='cuda': "
+       "the device heap of the bound GPU, or an error); zero=True zeroes it."),
     F_(team_split_strided, KW,
        "($module, parent, start, stride, size, config=None, config_mask=0)",
        "Collective over parent: (status, team) with the parent PEs start, start + stride, ... "

@@ -9,11 +9,12 @@ Init as the seed does it, first match wins:
   mpirun and mpi4py                                              -> init_with_mpi()
   otherwise                                                      -> init()
 requires_multi_pe reads WORLD_SIZE / OMPI_COMM_WORLD_SIZE at collection, as the seed does
-(before init: the launcher must export one of them).
+(before init: the launcher exports one of them; ushrun, torchrun and mpirun all do).
 
-GPU: where a CUDA device is bound to ushmem and torch has CUDA, buffers and tensors are
-made on the device heap and the stream forms run on real streams; elsewhere the same
-tests run on the host heap (streams None: the operation runs at once)."""
+GPU: buffers and tensors are made as the seed makes them, without device=: where a CUDA
+device is bound to ushmem they land on the device heap (ushmem's default there) and the
+stream forms run on real streams; elsewhere the same tests run on the host heap (streams
+None: the operation runs at once)."""
 import os
 
 import pytest

@@ -118,11 +118,6 @@ def tdev():
     return "cuda" if gpu() else "cpu"
 
 
-def buffer_device():
-    """create_buffer's device= for the seed's (GPU) buffers: 'cuda' with a GPU, else None."""
-    return "cuda" if gpu() else None
-
-
 def tsync():
     if gpu():
         import torch

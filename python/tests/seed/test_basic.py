@@ -3,7 +3,7 @@ SymmetricBuffer (owning and non-owning), torch tensors on the symmetric heap."""
 import pytest
 
 from conftest import requires_torch
-from seed_util import buffer_device, gpu, handle, tdev, tstream, tsync
+from seed_util import gpu, handle, tstream, tsync
 
 import ushmem
 
@@ -42,7 +42,7 @@ def test_barrier_all():
 @requires_torch
 def test_symmetric_buffer():
     n = 1024
-    b = ushmem.SymmetricBuffer(n, device=buffer_device())
+    b = ushmem.SymmetricBuffer(n)
     assert (b.size, b.nbytes) == (n, n)
     assert b.ptr > 0 and int(b) == b.ptr and b.own_data is True
     assert isinstance(b._device, int)
@@ -85,11 +85,11 @@ def test_create_tensor():
 
     made = []
     for dtype in (torch.float32, torch.bfloat16, torch.int32):
-        t = ut.create_tensor((16,), dtype, device=tdev())
+        t = ut.create_tensor((16,), dtype)
         made.append(t)
         assert t.shape == (16,) and t.dtype == dtype and t.is_cuda == gpu()
         assert getattr(t, "__symm_tensor__", False) is True
-    t = ut.create_tensor((8,), torch.float32, device=tdev())
+    t = ut.create_tensor((8,), torch.float32)
     made.append(t)
     mine = ut.get_peer_tensor(t, ushmem.my_pe())
     assert mine.data_ptr() == t.data_ptr()

@@ -32,7 +32,7 @@ def tensors():
     made = []
 
     def make(shape, dtype):
-        t = ut.create_tensor(shape, dtype, device=tdev())
+        t = ut.create_tensor(shape, dtype)
         made.append(t)
         return t
     yield make

@@ -5,7 +5,7 @@ import ctypes
 import pytest
 
 from conftest import requires_multi_pe
-from seed_util import Stream, buffer_device, d2h, device_sync, gpu, h2d
+from seed_util import Stream, d2h, device_sync, gpu, h2d
 
 import ushmem
 
@@ -18,7 +18,7 @@ def _ints(values):
 
 def test_create_buffer():
     n = 4096
-    b = ushmem.create_buffer(n, device=buffer_device())
+    b = ushmem.create_buffer(n)
     try:
         assert isinstance(b, ushmem.SymmetricBuffer)
         assert b.ptr > 0 and int(b) == b.ptr
@@ -38,7 +38,7 @@ def test_create_buffer():
 
 def test_symmetric_buffer_lifecycle():
     n = 2048
-    b = ushmem.SymmetricBuffer(n, device=buffer_device())
+    b = ushmem.SymmetricBuffer(n)
     try:
         assert (b.size, b.nbytes) == (n, n)
         assert b.ptr > 0 and int(b) == b.ptr
@@ -50,7 +50,7 @@ def test_symmetric_buffer_lifecycle():
 
 def test_host_device_roundtrip():
     count = 16
-    b = ushmem.create_buffer(count * ctypes.sizeof(I32), device=buffer_device())
+    b = ushmem.create_buffer(count * ctypes.sizeof(I32))
     try:
         h2d(b.ptr, _ints(range(count)))
         device_sync()
@@ -72,8 +72,8 @@ def test_putmem_on_stream_peer():
     me, n, right, left = _ring()
     count = 32
     size = count * ctypes.sizeof(I32)
-    src = ushmem.create_buffer(size, device=buffer_device())
-    dst = ushmem.create_buffer(size, device=buffer_device())
+    src = ushmem.create_buffer(size)
+    dst = ushmem.create_buffer(size)
     try:
         h2d(src.ptr, _ints([me] * count))
         h2d(dst.ptr, _ints([-1] * count))
@@ -97,8 +97,8 @@ def test_getmem_on_stream_peer():
     me, n, right, left = _ring()
     count = 32
     size = count * ctypes.sizeof(I32)
-    src = ushmem.create_buffer(size, device=buffer_device())
-    dst = ushmem.create_buffer(size, device=buffer_device())
+    src = ushmem.create_buffer(size)
+    dst = ushmem.create_buffer(size)
     try:
         h2d(src.ptr, _ints([me] * count))
         h2d(dst.ptr, _ints([-1] * count))
@@ -120,7 +120,7 @@ def test_getmem_on_stream_peer():
 @requires_multi_pe
 def test_get_peer_buffer():
     me, n, right, left = _ring()
-    b = ushmem.create_buffer(256, device=buffer_device())
+    b = ushmem.create_buffer(256)
     try:
         ushmem.barrier_all()
         try:

@@ -18,8 +18,8 @@ pytestmark = [requires_torch, requires_multi_pe]
 def test_world_alltoall_torch_wrapper():
     me, n = ushmem.my_pe(), ushmem.n_pes()
     chunk = 4
-    src = ut.create_tensor((n, chunk), torch.int32, device=tdev())
-    dst = ut.create_tensor((n, chunk), torch.int32, device=tdev())
+    src = ut.create_tensor((n, chunk), torch.int32)
+    dst = ut.create_tensor((n, chunk), torch.int32)
     try:
         for pe in range(n):
             src[pe].fill_(me * 100 + pe)  # row pe goes to PE pe
@@ -39,8 +39,8 @@ def test_world_alltoall_torch_wrapper():
 
 def test_world_broadcast_torch_wrapper():
     me = ushmem.my_pe()
-    src = ut.create_tensor((16,), torch.int32, device=tdev())
-    dst = ut.create_tensor((16,), torch.int32, device=tdev())
+    src = ut.create_tensor((16,), torch.int32)
+    dst = ut.create_tensor((16,), torch.int32)
     try:
         src.fill_(me)
         dst.fill_(-1)

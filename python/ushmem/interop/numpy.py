@@ -32,7 +32,8 @@ def array(shape, dtype=np.float64, zero=False):
     count = math.prod(shape)
     if count == 0:
         raise ValueError("array: an empty array is not a symmetric allocation")
-    buf = _ushmem.create_buffer(count * dtype.itemsize, zero=zero)
+    # numpy arrays are host memory: the host heap even where a CUDA device is bound.
+    buf = _ushmem.create_buffer(count * dtype.itemsize, device="cpu", zero=zero)
     return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
 
 

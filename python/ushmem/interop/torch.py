@@ -1,8 +1,8 @@
 """PyTorch tensors on the symmetric heap.
 
     import ushmem.interop.torch as ut
-    t = ut.create_tensor((4, 8), torch.float32)                 # collective; host heap
-    g = ut.create_tensor((4, 8), torch.float32, device="cuda")  # device heap (bound GPU)
+    t = ut.create_tensor((4, 8), torch.float32)                # collective (see below)
+    h = ut.create_tensor((4, 8), torch.float32, device="cpu")  # host heap, always
     ut.put(t, local, pe)                          # dst symmetric, src any tensor
     ut.barrier_all()
     peer = ut.get_peer_tensor(t, pe)              # non-owning view of pe's copy
@@ -10,7 +10,9 @@
 
 CPU tensors work everywhere. CUDA tensors need a CUDA device bound to ushmem
 (ushmem.init(device=...), LOCAL_RANK or USHMEM_DEVICE; ushmem.cuda_device() says
-which): put/get/alltoall/broadcast/reduce on CUDA tensors are enqueued on the
+which). create_tensor() without device= makes a CUDA tensor on the device heap where
+one is bound (as rocshmem4py's), else a CPU tensor on the host heap; device="cpu"
+always gives host memory. put/get/alltoall/broadcast/reduce on CUDA tensors are enqueued on the
 current torch stream of the tensors' device (or stream=) and return at once;
 barrier_all() orders the current stream too. Shape, dtype and size mismatches
 raise ValueError naming what differs; a tensor that should be symmetric and is
@@ -34,12 +36,13 @@ def _shape(shape):
 
 
 def _cuda_arg(device):
-    """None for host memory, else the device argument for create_buffer ('cuda' or N)."""
+    """create_buffer's device argument: None (the default heap: the device heap when a
+    CUDA device is bound, else the host heap), 'cpu', or 'cuda' / N."""
     if device is None:
         return None
     d = torch.device(device)
     if d.type == "cpu":
-        return None
+        return "cpu"
     if d.type != "cuda":
         raise ValueError(f"create_tensor: device {device!r}: use None, 'cpu' or 'cuda[:N]'")
     return "cuda" if d.index is None else d.index
@@ -70,10 +73,12 @@ def _tensor_over(buf, dtype, count):
 
 def create_tensor(shape, dtype=torch.float32, device=None, zero=False):
     """A new tensor on the symmetric heap (collective). Uninitialized unless zero=True.
-    device: None/'cpu' (host heap) or 'cuda[:N]' (device heap of the GPU bound to ushmem)."""
+    device: None (the device heap when a CUDA device is bound to ushmem, as rocshmem4py's
+    tensors, else the host heap), 'cpu' (host heap) or 'cuda[:N]' (device heap of the bound
+    GPU)."""
     shape = _shape(shape)
     dev = _cuda_arg(device)
-    if dev is not None and _ushmem.cuda_device() is None:
+    if dev not in (None, "cpu") and _ushmem.cuda_device() is None:
         raise _no_cuda("create_tensor")
     numel = math.prod(shape)
     if numel == 0:
