@@ -68,6 +68,7 @@ typedef struct {
     unsigned long long polls;        /* polls while spinning on the clock */
     unsigned long long yields;       /* sched_yield calls (all) */
     unsigned long long sched_yields; /* of those, to a PE found queued on our CPU */
+    unsigned long long moves;        /* moves off a CPU a peer was queued on */
     unsigned long long sleeps;       /* sleeps of long waits */
     unsigned long long longest_ns;   /* longest single wait */
     const char *longest_call;        /* the call it was in ("" if none) */
