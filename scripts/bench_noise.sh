@@ -11,7 +11,8 @@
 #   OSHCC, OSHRUN_BIN   Open MPI's (default oshcc, oshrun)
 #   CPUS                run everything (PEs and busy processes) on these CPUs with taskset,
 #                       e.g. CPUS=0,1 to act as a 2-core machine on a larger one
-#   ITERS               iterations per run (default 100000), REPS runs each (default 3)
+#   ITERS, DURATION     at most ITERS iterations and DURATION seconds per test (defaults
+#                       100000, 3); REPS runs each (default 3)
 #   STUCK_S             seconds of the stuck test (default 10; 0 skips it)
 #   RUN_TIMEOUT         seconds before one run is killed (default 60)
 #   CONDITIONS          default "2:0 2:1 2:2 2:4 4:0" (PEs:busy processes)
@@ -22,6 +23,7 @@ USHRUN_BIN=${USHRUN_BIN:-$ROOT/build/tools/ushrun}
 OSHCC=${OSHCC:-oshcc}
 OSHRUN_BIN=${OSHRUN_BIN:-oshrun}
 ITERS=${ITERS:-100000}
+DURATION=${DURATION:-3}
 REPS=${REPS:-3}
 STUCK_S=${STUCK_S:-10}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
@@ -73,10 +75,15 @@ for cond in $CONDITIONS; do
     n=${cond%%:*} b=${cond##*:}
     start_burners "$b"
     sleep 0.2
+    # Each test in its own run: a hang in one (OSHMEM's 4-PE ping-pong hangs at
+    # times) costs only that test's cells.
     for rep in $(seq 1 "$REPS"); do
-        run ush "$n" -n "$ITERS" >"$WORK/ush.$cond.$rep" || echo "bench_noise: ushmem run failed ($cond)" >&2
-        [ $osh = 1 ] && { run osh "$n" -n "$ITERS" >"$WORK/osh.$cond.$rep" ||
-            echo "bench_noise: OSHMEM run failed ($cond)" >&2; }
+        for t in pingpong barrier; do
+            run ush "$n" -n "$ITERS" -d "$DURATION" -o $t >>"$WORK/ush.$cond.$rep" ||
+                echo "bench_noise: ushmem $t run failed ($cond)" >&2
+            [ $osh = 1 ] && { run osh "$n" -n "$ITERS" -d "$DURATION" -o $t >>"$WORK/osh.$cond.$rep" ||
+                echo "bench_noise: OSHMEM $t run failed ($cond)" >&2; }
+        done
     done
     stop_burners
     for test in pingpong barrier; do
