@@ -4,10 +4,12 @@
  * oshcc (scripts/bench_noise.sh runs both, with busy background processes).
  *
  *   pingpong  PE 0 and PE 1: shmem_long_p + shmem_long_wait_until, one round
- *             trip per iteration, every iteration timed on PE 0. With 4 PEs,
+ *             trip per iteration, every iteration timed on PE 0; -n round
+ *             trips at most, and at most -d seconds (a loaded run ends on time). With 4 PEs,
  *             PEs 2 and 3 run their own ping-pong at the same time (the load
  *             a job puts on itself), not timed.
- *   barrier   shmem_barrier_all on all PEs, every iteration timed on PE 0.
+ *   barrier   shmem_barrier_all on all PEs, every iteration timed on PE 0
+ *             (as many as fit in about -d seconds, at most n/4).
  *   stuck     PE 1 sleeps for -t seconds before it sets PE 0's flag; PE 0 waits
  *             in wait_until and the other PEs in barrier_all; each PE reports
  *             the CPU seconds its wait used (what a hung job costs).
@@ -66,47 +68,66 @@ static void report(const char *name, int64_t *t, long n)
 
 static long *flags; /* symmetric: [0] ping, [1] pong */
 
-static void pingpong(long iters, int64_t *t)
+/* One ping-pong run: at most `iters` round trips, and no more than `max_ns`
+ * (the leader stops early by sending a negative ping, so a heavily loaded run
+ * still ends on time). Returns the round trips done (leaders) or 0. */
+static long pingpong(long iters, int64_t max_ns, int64_t *t)
 {
     int me = shmem_my_pe(), npes = shmem_n_pes();
     int partner = me ^ 1;
     if (partner >= npes)
-        return;
-    int leader = (me & 1) == 0;
-    for (long i = 1; i <= iters; i++) {
-        if (leader) {
+        return 0;
+    if ((me & 1) == 0) {
+        int64_t start = now_ns();
+        long i;
+        for (i = 1; i <= iters; i++) {
             int64_t t0 = now_ns();
-            shmem_long_p(&flags[0], i, partner);
-            shmem_long_wait_until(&flags[1], SHMEM_CMP_GE, i);
+            long v = (t0 - start > max_ns || i == iters) ? -i : i; /* negative: last one */
+            shmem_long_p(&flags[0], v, partner);
+            shmem_long_wait_until(&flags[1], SHMEM_CMP_EQ, v);
             int64_t t1 = now_ns();
-            if (flags[1] != i) {
-                fprintf(stderr, "pingpong: PE %d got %ld, expected %ld\n", me, flags[1], i);
-                shmem_global_exit(1);
-            }
             if (t)
                 t[i - 1] = t1 - t0;
-        } else {
-            shmem_long_wait_until(&flags[0], SHMEM_CMP_GE, i);
-            shmem_long_p(&flags[1], flags[0], partner);
+            if (v < 0)
+                break;
         }
+        return i > iters ? iters : i;
+    }
+    long last = 0;
+    for (;;) {
+        shmem_long_wait_until(&flags[0], SHMEM_CMP_NE, last);
+        long v = flags[0];
+        if (v != -last && v != last + 1 && v != -(last + 1)) {
+            fprintf(stderr, "pingpong: PE %d got %ld after %ld\n", me, v, last);
+            shmem_global_exit(1);
+        }
+        shmem_long_p(&flags[1], v, partner);
+        if (v < 0)
+            return 0;
+        last = v;
     }
 }
 
 int main(int argc, char **argv)
 {
     long iters = 100000;
+    int64_t max_ns = (int64_t)3 * 1000000000; /* per test */
     int stuck_s = 0, run_pp = 1, run_bar = 1;
     int c;
-    while ((c = getopt(argc, argv, "n:t:o:")) != -1) {
+    while ((c = getopt(argc, argv, "n:t:o:d:")) != -1) {
         if (c == 'n')
             iters = atol(optarg);
+        else if (c == 'd')
+            max_ns = (int64_t)(atof(optarg) * 1e9);
         else if (c == 't')
             stuck_s = atoi(optarg);
         else if (c == 'o') {
             run_pp = strstr(optarg, "pingpong") != NULL;
             run_bar = strstr(optarg, "barrier") != NULL;
         } else {
-            fprintf(stderr, "usage: %s [-n iters] [-o pingpong,barrier] [-t stuck_seconds]\n",
+            fprintf(stderr,
+                    "usage: %s [-n iters] [-d max_seconds_per_test] [-o pingpong,barrier] [-t "
+                    "stuck_seconds]\n",
                     argv[0]);
             return 2;
         }
@@ -153,29 +174,43 @@ int main(int argc, char **argv)
         shmem_barrier_all();
     }
 
+    static long nbar; /* symmetric: barrier iterations, set by PE 0 */
     if (run_pp) {
-        pingpong(iters / 10 + 1, NULL); /* warm up */
+        pingpong(iters / 10 + 1, max_ns / 10, NULL); /* warm up */
         flags[0] = flags[1] = 0;
         shmem_barrier_all();
-        pingpong(iters, t);
+        long done = pingpong(iters, max_ns, t);
         shmem_barrier_all();
         if (me == 0)
-            report("pingpong", t, iters);
+            report("pingpong", t, done);
         flags[0] = flags[1] = 0;
         shmem_barrier_all();
     }
     if (run_bar) {
-        long bi = iters / 4 + 1;
-        for (long i = 0; i < bi / 10 + 1; i++)
-            shmem_barrier_all();
-        for (long i = 0; i < bi; i++) {
+        /* As many barriers as fit in about max_ns, measured on PE 0 over a
+         * first batch, the same count on every PE. */
+        if (me == 0) {
+            int64_t t0 = now_ns();
+            for (int i = 0; i < 64; i++)
+                shmem_barrier_all();
+            int64_t per = (now_ns() - t0) / 64 + 1;
+            long k = (long)(max_ns / per);
+            nbar = k < 10 ? 10 : k > iters / 4 + 1 ? iters / 4 + 1 : k;
+            for (int pe = 1; pe < npes; pe++)
+                shmem_long_p(&nbar, nbar, pe);
+        } else {
+            for (int i = 0; i < 64; i++)
+                shmem_barrier_all();
+        }
+        shmem_barrier_all();
+        for (long i = 0; i < nbar; i++) {
             int64_t t0 = now_ns();
             shmem_barrier_all();
             if (t)
                 t[i] = now_ns() - t0;
         }
         if (me == 0)
-            report("barrier", t, bi);
+            report("barrier", t, nbar);
     }
     free(t);
     shmem_free(flags);
