@@ -104,3 +104,31 @@ def test_init_with_mpi_checks_launcher_size():
     # torchrun's variables for a 3-process job, but this process is an MPI singleton.
     r = _run(MPI_SIZE, WORLD_SIZE="3", RANK="0", OMPI_MCA_btl_vader_single_copy_mechanism="none")
     assert r.returncode == 0 and "ok:" in r.stdout, (r.stdout + r.stderr)[-2000:]
+
+
+class _FakeCuda:
+    @staticmethod
+    def device_count():
+        return 2
+
+
+class _FakeTorch:
+    cuda = _FakeCuda()
+
+
+@pytest.mark.parametrize("var", ["LOCAL_RANK", "USHMEM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"])
+def test_default_device_follows_any_launchers_local_rank(monkeypatch, var):
+    """With torch and CUDA, device=None binds local rank modulo the GPUs under torchrun,
+    ushrun and mpirun alike (a fake 2-GPU torch: the rule itself, on any machine)."""
+    for v in ("LOCAL_RANK", "USHMEM_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+              "SLURM_LOCALID", "USHMEM_DEVICE"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(ushmem, "_torch_cuda", lambda: _FakeTorch)
+    assert ushmem._resolve_device(None) is None  # no launcher: none
+    monkeypatch.setenv(var, "3")
+    assert ushmem._resolve_device(None) == 1
+    monkeypatch.setenv("USHMEM_DEVICE", "0")  # the library's own choice wins
+    assert ushmem._resolve_device(None) is None
+    monkeypatch.delenv("USHMEM_DEVICE")
+    monkeypatch.setattr(ushmem, "_torch_cuda", lambda: None)  # no CUDA in torch: none
+    assert ushmem._resolve_device(None) is None

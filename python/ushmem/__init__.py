@@ -143,14 +143,18 @@ def _device_count():
 
 def _resolve_device(device, nccl=False):
     """The CUDA ordinal to bind for a device= argument, or None (let the library choose:
-    USHMEM_DEVICE, else LOCAL_RANK modulo the device count, else none), or "cpu"."""
+    USHMEM_DEVICE, else the launcher's local rank modulo the device count when torch
+    has CUDA, else none), or "cpu"."""
     if device is None:
         if nccl:  # an nccl group already chose the device
             return _torch_cuda().cuda.current_device()
+        # With torch and CUDA, a GPU is bound whatever the launcher: torchrun's
+        # LOCAL_RANK, ushrun's USHMEM_LOCAL_RANK, mpirun's OMPI_COMM_WORLD_LOCAL_RANK
+        # (the seed's programs expect device buffers on a GPU machine).
         torch = _torch_cuda()
-        lr = _os.environ.get("LOCAL_RANK", "").strip()
-        if torch is not None and lr.isdigit() and not _os.environ.get("USHMEM_DEVICE"):
-            return int(lr) % torch.cuda.device_count()
+        lr = local_rank()
+        if torch is not None and lr is not None and not _os.environ.get("USHMEM_DEVICE"):
+            return lr % torch.cuda.device_count()
         return None
     if isinstance(device, bool):
         raise TypeError("device must be None, 'cpu', 'cuda', 'cuda:N', an int or a torch.device")
@@ -230,8 +234,9 @@ def init(thread_level=None, device=None):
     """Initialize from the launcher's environment (ushrun, torchrun, or alone: 1 PE).
 
     device: the CUDA device to bind ('cuda', 'cuda:N', N or a torch.device), 'cpu' for
-    none, or None: USHMEM_DEVICE, else LOCAL_RANK modulo the device count (when torch is
-    imported with CUDA, or by the library itself), else none. Under mpirun use
+    none, or None: USHMEM_DEVICE, else the launcher's local rank (LOCAL_RANK,
+    USHMEM_LOCAL_RANK under ushrun, OMPI_COMM_WORLD_LOCAL_RANK) modulo the device count
+    when torch has CUDA (the library alone: LOCAL_RANK), else none. Under mpirun use
     init_with_mpi(). Returns the thread level provided."""
     global _init_method
     if _ushmem.is_initialized():
