@@ -51,6 +51,7 @@ enum { FAST_POLLS = 64, CLOCK_POLLS = 64 };
 #define DEPART_EVERY_NS       ((int64_t)10000000)
 #define DEPART_GRACE_NS       ((int64_t)1000000000)
 #define SCHED_PEERS_PER_CHECK 4
+#define REMOTE_SPIN_NS        ((int64_t)1000000000)
 
 enum { PH_SPIN, PH_YIELD, PH_SLEEP };
 
@@ -281,7 +282,13 @@ static void wait_slow(ushmemi_waiter_t *w)
         tw.next_depart = now + DEPART_EVERY_NS;
         check_departed(w->call, now, elapsed);
     }
-    if (tw.phase != PH_SLEEP && elapsed >= ushmemi_g.wait_spin_ns)
+    /* mpi hook: with peers over MPI a sleeping PE stops driving MPI progress
+     * that the others' RMA on it may need (4 PEs, test_amo_all over mpi: 87 s
+     * sleeping after 2 ms, 1.9 s not sleeping): sleep only when stuck. */
+    int64_t spin_ns = ushmemi_g.wait_spin_ns;
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && spin_ns < REMOTE_SPIN_NS)
+        spin_ns = REMOTE_SPIN_NS;
+    if (tw.phase != PH_SLEEP && elapsed >= spin_ns)
         tw.phase = PH_SLEEP;
     switch (tw.phase) {
     case PH_SPIN:
