@@ -57,8 +57,11 @@ int main(void)
         CHECK(wall >= 0.35, "the wait ended after %.3f s, before PE 1 wrote", wall);
         CHECK(s.slow_waits >= 1, "wait stats: %llu slow waits, %llu sleeps, longest %llu ns",
               s.slow_waits, s.sleeps, s.longest_ns);
-        CHECK(s.sleeps >= 1, "wait stats: %llu slow waits, %llu sleeps, longest %llu ns",
-              s.slow_waits, s.sleeps, s.longest_ns);
+        /* With peers over MPI a wait sleeps only after 1 s (docs/waits.md). */
+        int over_mpi = !test_all_mapped();
+        CHECK(over_mpi ? s.sleeps == 0 : s.sleeps >= 1,
+              "wait stats: %llu slow waits, %llu sleeps, longest %llu ns", s.slow_waits, s.sleeps,
+              s.longest_ns);
         CHECK(s.longest_ns >= 300000000ull && s.longest_ns <= (unsigned long long)(wall * 1e9) + 1,
               "wait stats: %llu slow waits, %llu sleeps, longest %llu ns", s.slow_waits, s.sleeps,
               s.longest_ns);
@@ -66,7 +69,7 @@ int main(void)
               s.longest_call);
         /* A sleeping wait does not burn the core: spinning it through would
          * cost the whole wait in CPU time. */
-        CHECK(cpu < 0.5 * wall, "a %.3f s wait used %.3f CPU s", wall, cpu);
+        CHECK(over_mpi || cpu < 0.5 * wall, "a %.3f s wait used %.3f CPU s", wall, cpu);
     }
     shmem_barrier_all();
 
