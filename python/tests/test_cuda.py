@@ -128,8 +128,9 @@ def test_cuda_buffer_interfaces(me, data):
     a = torch.as_tensor(buf, device=f"cuda:{dev}")      # __cuda_array_interface__
     b = torch.utils.dlpack.from_dlpack(buf)              # __dlpack__ (torch's keywords)
     c = torch.from_dlpack(buf)
-    for t in (a, b, c):
-        assert t.is_cuda and t.device.index == dev and t.dtype == torch.uint8
+    # __cuda_array_interface__ says "<i1" as the seed's buffers do; DLPack says uint8
+    for t, dtype in ((a, torch.int8), (b, torch.uint8), (c, torch.uint8)):
+        assert t.is_cuda and t.device.index == dev and t.dtype == dtype
         assert t.data_ptr() == buf.ptr and t.numel() == 256
     view = buf[16:80]
     assert view.device == buf.device and view.ptr == buf.ptr + 16 and not view.owning
