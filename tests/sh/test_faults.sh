@@ -1,8 +1,8 @@
 #!/bin/bash
 # Job death without hangs (issue 12): PE 1 fails in one of six ways while the
 # other PEs wait in a barrier, a point-to-point wait, a collective or a lock;
-# under ushrun, started by hand with torchrun's variables (only the library
-# can end the job) and under mpirun. Every PE must exit within LIMIT seconds,
+# under ushrun, started by hand with torchrun's variables or with a unique id
+# (only the library can end the job) and under mpirun. Every PE must exit within LIMIT seconds,
 # non-zero, with a line naming PE 1; nothing may be left behind (processes,
 # /dev/shm). Also: programs that end without shmem_finalize correctly still exit
 # 0, and a PE whose init fails ends the job at once.
@@ -17,6 +17,7 @@ unset USHMEM_RANK USHMEM_NPES RANK WORLD_SIZE MASTER_ADDR OMPI_COMM_WORLD_RANK U
 
 cat > "$tmp/victim.c" <<'C'
 #include <shmem.h>
+#include <shmemx.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +42,45 @@ static void fault(const char *how)
     /* "return": the caller returns from main */
 }
 
-/* argv: fault (kill9 segv abort exit0 exit3 return), place (barrier wait coll lock) */
+/* Unique-id launch (argv[3] = "uid:RANK:NRANKS:FILE"): rank 0 writes the id to
+ * FILE, the others wait for it; then shmemx_init_attr. */
+static void init_uid(const char *spec)
+{
+    int rank, nranks;
+    char path[512];
+    if (sscanf(spec, "uid:%d:%d:%511s", &rank, &nranks, path) != 3)
+        exit(2);
+    shmemx_uniqueid_t id;
+    if (rank == 0) {
+        char tmp[520];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "wb");
+        if (shmemx_get_uniqueid(&id) != 0 || !f || fwrite(&id, sizeof id, 1, f) != 1)
+            exit(2);
+        fclose(f);
+        rename(tmp, path);
+    } else {
+        FILE *f = NULL;
+        for (int i = 0; i < 2000 && !(f = fopen(path, "rb")); i++)
+            usleep(5000);
+        if (!f || fread(&id, sizeof id, 1, f) != 1)
+            exit(2);
+        fclose(f);
+    }
+    if (shmemx_init_attr(rank, nranks, &id, NULL) != 0)
+        exit(2);
+}
+
+/* argv: fault (kill9 segv abort exit0 exit3 return), place (barrier wait coll lock) [uid:...] */
 int main(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
     const char *how = argv[1], *where = argv[2];
-    shmem_init();
+    if (argc > 3)
+        init_uid(argv[3]);
+    else
+        shmem_init();
     int me = shmem_my_pe();
     if (!strcmp(where, "lock") && me == 1)
         shmem_set_lock(&lock); /* dies holding it */
@@ -123,6 +156,15 @@ run_case() {
     done
     for r in "${pids[@]}"; do wait "$r"; rcs="$rcs $?"; done
     out=$(cat "$tmp"/o*); rm -f "$tmp"/o* ;;
+  uid)
+    local pids=() r
+    rm -f "$tmp/uid"
+    for r in $(seq 0 $((n - 1))); do
+      timeout 30 "$tmp/victim" "$f" "$p" "uid:$r:$n:$tmp/uid" >"$tmp/o$r" 2>&1 &
+      pids+=($!)
+    done
+    for r in "${pids[@]}"; do wait "$r"; rcs="$rcs $?"; done
+    out=$(cat "$tmp"/o*); rm -f "$tmp"/o* ;;
   mpirun)
     out=$(timeout 30 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n "$n" \
       "$tmp/victim" "$f" "$p" 2>&1); rcs=$? ;;
@@ -153,6 +195,11 @@ done
 for f in kill9 exit0 return; do
   for p in barrier wait; do
     run_case torchrun "$f" "$p" 3
+  done
+done
+for f in kill9 exit3 exit0 return; do
+  for p in barrier coll; do
+    run_case uid "$f" "$p" 3
   done
 done
 if [ -f "$BUILD_DIR/libushmem_mpi.so" ] && command -v mpirun >/dev/null; then
