@@ -19,7 +19,6 @@
  * data fits a cell (an area split evenly among the members) and is under the
  * measured limit (push_max): all of it is the same on every member, so all
  * take the same path and count the same sequence numbers. */
-#include <unistd.h>
 
 #include "coll/coll.h"
 
@@ -50,8 +49,10 @@ static long push_max(shmem_team_t team)
      * few lines (2 PEs: 8 B 0.28 us push vs 0.32 pull; 128 B 0.36 vs 0.45;
      * 512 B 0.56 vs 0.44; 2 KiB 1.0 vs 0.47), a broadcast beyond one line
      * (128 B: 0.36 push vs 0.33 pull from the root; 32 B 0.30 vs 0.35). */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus > 0 && ushmemi_g.local_size > cpus)
+    /* "Share cores" as the waits judge it (src/sync/wait.c): this job's PEs on
+     * the host against the CPUs of our affinity mask (taskset and cpusets
+     * count, not only the CPUs online), or USHMEM_WAIT_POLICY=yield. */
+    if (ushmemi_g.wait_oversub)
         return USHMEMI_PUSH_SHARED_TOTAL;
     return 0;
 }
