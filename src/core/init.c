@@ -326,9 +326,7 @@ USHMEMI_API void shmem_info_get_name(char *name)
 
 USHMEMI_API double shmemx_wtime(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)ushmemi_now_ns() * 1e-9;
 }
 
 /* Cache management routines are deprecated no-ops on coherent hardware. */

@@ -138,13 +138,6 @@ static void make_proof(uint8_t out[USHMEMI_MAC_BYTES], const peer_card_t *to_car
     ushmemi_mac(out, to_card->key, msg, n > 0 ? (size_t)n : 0);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static uint64_t pidns_inode(void)
 {
     struct stat st;
@@ -211,7 +204,9 @@ static int send_hello(int sock, const hello_t *h, const int *fds, int nfd)
 
 /* Wait for fd, and watch the bootstrap connections meanwhile: a PE whose init
  * failed leaves at once (its sockets close), so the others stop within
- * milliseconds instead of waiting out the timeout. USHMEM_EBOOTSTRAP then. */
+ * milliseconds instead of waiting out the timeout. USHMEM_EBOOTSTRAP then.
+ * Root watches its first 64 connections only: with more PEs a failure among
+ * the others reaches it through the launcher or the timeout. */
 static int wait_readable(int fd, int timeout_ms)
 {
     struct pollfd p[1 + 64] = {{fd, POLLIN, 0}};
@@ -282,13 +277,13 @@ static int serve_higher(int lsock, const peer_card_t *cards, int nhigher, const 
     unsigned char *done = calloc((size_t)n, 1);
     if (!done)
         return USHMEM_ENOMEM;
-    int64_t t0 = now_ms();
+    int64_t t0 = ushmemi_now_ns() / 1000000;
     int rc = 0;
     refusals = 0;
     while (nhigher > 0 && rc == 0) {
         int left = timeout_ms;
         if (timeout_ms >= 0) {
-            int64_t spent = now_ms() - t0;
+            int64_t spent = ushmemi_now_ns() / 1000000 - t0;
             left = spent >= timeout_ms ? 0 : timeout_ms - (int)spent;
         }
         int wr = wait_readable(lsock, left);

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/internal.h"
 
@@ -38,9 +39,9 @@ typedef struct {
     /* finalize's own barrier: separate flags, so a PE that finalizes (or exits
      * without finalizing) can never complete a peer's shmem_barrier_all */
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t fini_flag[USHMEMI_MAX_ROUNDS][8];
-    /* written by the owner, read by waiting peers (src/sync/wait.c):
-     * [0] USHMEMI_DEPART_*: running, in finalize, left without finalize;
-     * [1] its pid, for the run-time check of which CPU it is queued on */
+    /* written by the owner, read by waiting peers (src/sync/wait.c): depart is
+     * USHMEMI_DEPART_* (running, in finalize, left without finalize); pid is
+     * for the run-time check of which CPU the PE is queued on */
     _Alignas(USHMEMI_CACHELINE) _Atomic uint32_t depart;
     _Atomic int32_t pid;
 } ushmemi_sync_region_t;
@@ -88,6 +89,21 @@ static inline void *ushmemi_xlate(const void *addr, int pe)
             return seg->peer[pe] ? seg->peer[pe] + off : NULL;
     }
     return NULL;
+}
+
+/* PE pe's internal region (its ushmemi_sync_region_t), mapped here, or NULL
+ * when pe is not mapped (mpi). */
+static inline ushmemi_sync_region_t *ushmemi_peer_sync(int pe)
+{
+    return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+}
+
+/* Monotonic clock in nanoseconds. */
+static inline int64_t ushmemi_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Segment index of a local symmetric address, or -1. */

@@ -149,8 +149,7 @@ static void debug_check_request(size_t size, size_t align, const char *call)
     atomic_store(&mine[1], align);
     ushmemi_sync_world();
     for (int pe = 0; pe < ushmemi_g.n_pes; pe++) {
-        const ushmemi_sync_region_t *peer =
-            (const ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+        const ushmemi_sync_region_t *peer = ushmemi_peer_sync(pe);
         if (!peer)
             continue;
         uint64_t psize = atomic_load(&peer->alloc_check[0]);

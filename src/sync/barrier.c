@@ -3,48 +3,44 @@
  * epoch into flag r of PE (i + 2^r) mod n and waits for its own flag r to reach
  * the epoch. ceil(log2 n) rounds, one cache line moved per round and PE. */
 #include <sched.h>
-#include <stddef.h>
 
 #include "core/prims.h"
 
-static inline ushmemi_sync_region_t *peer_sync(int pe)
+/* Flag r of a sync region's barrier row: shmem_barrier_all's, or finalize's
+ * own (so a PE in finalize never completes a peer's user barrier). */
+static inline _Atomic uint64_t *flag_of(ushmemi_sync_region_t *s, int fini, int r)
 {
-    return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
+    return fini ? &s->fini_flag[r][0] : &s->barrier_flag[r][0];
 }
 
-/* One dissemination barrier over the flag rows `row` (barrier_flag or
- * fini_flag) of every PE's sync region. */
-static void dissemination(size_t row_off, uint64_t epoch, const char *call)
+static void dissemination(int fini, uint64_t epoch, const char *call)
 {
     int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
-    _Atomic uint64_t(*mine)[8] = (_Atomic uint64_t(*)[8])((char *)ushmemi_g.sync + row_off);
 
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
         int to = me + dist;
         if (to >= n)
             to -= n;
-        ushmemi_sync_region_t *p = peer_sync(to);
+        ushmemi_sync_region_t *p = ushmemi_peer_sync(to);
+        _Atomic uint64_t *mine = flag_of(ushmemi_g.sync, fini, r);
         if (USHMEMI_LIKELY(p))
-            atomic_store_explicit(&((_Atomic uint64_t(*)[8])((char *)p + row_off))[r][0], epoch,
-                                  memory_order_release);
+            atomic_store_explicit(flag_of(p, fini, r), epoch, memory_order_release);
         else /* mpi hook: not mapped: through its transport */
-            ushmemi_flag_put(&mine[r][0], epoch, to, call);
+            ushmemi_flag_put(mine, epoch, to, call);
         ushmemi_waiter_t w = {0, call};
-        while (atomic_load_explicit(&mine[r][0], memory_order_acquire) < epoch)
+        while (atomic_load_explicit(mine, memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
     }
 }
 
 void ushmemi_sync_world(void)
 {
-    dissemination(offsetof(ushmemi_sync_region_t, barrier_flag), ++ushmemi_g.barrier_epoch,
-                  "shmem_barrier_all");
+    dissemination(0, ++ushmemi_g.barrier_epoch, "shmem_barrier_all");
 }
 
 void ushmemi_sync_fini(void)
 {
-    dissemination(offsetof(ushmemi_sync_region_t, fini_flag), ++ushmemi_g.fini_epoch,
-                  "shmem_finalize");
+    dissemination(1, ++ushmemi_g.fini_epoch, "shmem_finalize");
 }
 
 USHMEMI_API void shmem_barrier_all(void)

@@ -31,9 +31,10 @@
  *     taken by other programs, a yield hands our time slice to them and the
  *     peer that answers in 100 ns then waits milliseconds for us (measured:
  *     yielding after 4096 polls made the ping-pong p99 500x OSHMEM's on a
- *     loaded machine). Yield only when the PE we may be waiting for is queued
- *     on our own CPU: checked from the peers' /proc/<pid>/stat, at most every
- *     SCHED_CHECK_NS.
+ *     loaded machine). When a PE of this job is queued on our own CPU (the
+ *     peers' /proc/<pid>/stat, first after SCHED_CHECK_NS, then every
+ *     SCHED_EVERY_NS), move off that CPU (move_off_this_cpu); yield only when
+ *     the affinity mask has no other CPU.
  *  3. When this job alone has more PEs on the host than CPUs, the PE we wait
  *     for most likely needs our CPU: yield at once instead of spinning
  *     (4 PEs on 2 cores, barrier_all: 3.4 us yielding at once, 13-19 us after
@@ -77,13 +78,6 @@ static struct {
     const char *_Atomic longest_call;
 } stats;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void ushmemi_wait_setup(int local_pes)
 {
     cpu_set_t cpus;
@@ -103,11 +97,6 @@ void ushmemi_wait_setup(int local_pes)
     long smax = ushmemi_env.wait_sleep_max_us < 1 ? 1 : ushmemi_env.wait_sleep_max_us;
     ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;
     ushmemi_g.wait_sleep_max_ns = (int64_t)smax * 1000;
-}
-
-static inline ushmemi_sync_region_t *peer_sync(int pe)
-{
-    return (ushmemi_sync_region_t *)ushmemi_g.seg[USHMEMI_SEG_HEAP].peer[pe];
 }
 
 /* Point-to-point waits (any PE may satisfy them) against team waits
@@ -137,7 +126,7 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
     if (!call || !strcmp(call, "shmem_finalize"))
         return;
     for (int pe = 0; pe < n; pe++) {
-        ushmemi_sync_region_t *p = pe == me ? NULL : peer_sync(pe);
+        ushmemi_sync_region_t *p = pe == me ? NULL : ushmemi_peer_sync(pe);
         if (!p)
             continue;
         others++;
@@ -176,16 +165,16 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
                   depart_what(how), (double)elapsed * 1e-9);
 }
 
-/* Is a PE of this job runnable but queued on the CPU we are spinning on? Then
- * our spinning delays the very PE we may be waiting for: yield to it. */
-static int peer_queued_here(void)
+/* Is a PE of this job runnable but queued on cpu, the one we are spinning on?
+ * Then our spinning delays the very PE we may be waiting for. */
+static int peer_queued_here(int cpu)
 {
-    int cpu = sched_getcpu(), n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
+    int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
     if (cpu < 0 || n > 4096)
         return 0;
     for (int k = 0, seen = 0; k < n && seen < SCHED_PEERS_PER_CHECK; k++) {
         int pe = (tw.sched_next_pe + k) % n;
-        ushmemi_sync_region_t *p = pe == me ? NULL : peer_sync(pe);
+        ushmemi_sync_region_t *p = pe == me ? NULL : ushmemi_peer_sync(pe);
         if (!p || !ushmemi_g.is_local[pe])
             continue;
         seen++;
@@ -226,11 +215,10 @@ static int peer_queued_here(void)
  * round trip then costs two context switches (measured, 2 PEs + 1 busy
  * process on 2 CPUs: 3.6 us per round trip yielding, 0.3 us once apart).
  * 0 when the mask has no other CPU (then waits yield). */
-static int move_off_this_cpu(void)
+static int move_off_this_cpu(int cpu)
 {
     cpu_set_t mask, away;
-    int cpu = sched_getcpu();
-    if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0 || CPU_COUNT(&mask) < 2 ||
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || CPU_COUNT(&mask) < 2 ||
         !CPU_ISSET(cpu, &mask))
         return 0;
     away = mask;
@@ -255,7 +243,7 @@ static void wait_slow(ushmemi_waiter_t *w)
     int64_t now;
     if (w->spins != UINT_MAX) { /* first slow poll of this wait */
         w->spins = UINT_MAX;
-        now = now_ns();
+        now = ushmemi_now_ns();
         tw = (wait_state_t){
             .t0 = now,
             .next_sched = now + SCHED_CHECK_NS,
@@ -275,7 +263,7 @@ static void wait_slow(ushmemi_waiter_t *w)
         }
         atomic_fetch_add_explicit(&stats.polls, CLOCK_POLLS, memory_order_relaxed);
     }
-    now = now_ns();
+    now = ushmemi_now_ns();
     int64_t elapsed = now - tw.t0;
     note_longest(elapsed, w->call);
     if (USHMEMI_UNLIKELY(now >= tw.next_depart)) {
@@ -294,8 +282,9 @@ static void wait_slow(ushmemi_waiter_t *w)
     case PH_SPIN:
         if (now >= tw.next_sched) {
             tw.next_sched = now + SCHED_EVERY_NS;
-            if (ushmemi_g.local_size > 1 && peer_queued_here()) {
-                if (move_off_this_cpu()) {
+            int cpu = ushmemi_g.local_size > 1 ? sched_getcpu() : -1;
+            if (cpu >= 0 && peer_queued_here(cpu)) {
+                if (move_off_this_cpu(cpu)) {
                     atomic_fetch_add_explicit(&stats.moves, 1, memory_order_relaxed);
                     return;
                 }
@@ -318,7 +307,7 @@ static void wait_slow(ushmemi_waiter_t *w)
              * moved; spin again rather than lose a time slice per wait. */
             atomic_fetch_add_explicit(&stats.sched_yields, 1, memory_order_relaxed);
             sched_yield();
-            if (now_ns() - now > COLOC_LOST_NS) {
+            if (ushmemi_now_ns() - now > COLOC_LOST_NS) {
                 atomic_store_explicit(&coloc_until, 0, memory_order_relaxed);
                 tw.phase = PH_SPIN;
                 tw.next_sched = now + SCHED_EVERY_NS;
