@@ -84,6 +84,9 @@ typedef enum {
       "timesliced (always: slow without MPS), off")                                                \
     X(device_wait_timeout, INT, "60", "USHMEM_DEVICE_WAIT_TIMEOUT",                                \
       "Seconds one device-side wait may last before its kernel traps (0: no limit)")               \
+    X(cuda_coll, STR, "auto", "USHMEM_CUDA_COLL",                                                  \
+      "Collectives on device memory: auto, copy (every PE copies, two stream barriers), leader "   \
+      "(one PE copies for all), kernel (one kernel copies and synchronizes on the device)")        \
     X(wait_policy, STR, "auto", "USHMEM_WAIT_POLICY",                                              \
       "Waits: auto (spin, or yield at once when the job has more PEs on a host than CPUs), "       \
       "spin, yield; either ends in sleeping back-off")                                             \

@@ -98,8 +98,9 @@ static long choose_device(const char **source, int *soft, int *modulo)
 static int load_kernels(const char *call)
 {
     const void *image = ushmemi_cuda_kernels_image();
-    static const char *const fixed_names[K_NFIXED] = {"ushmemi_k_amo32", "ushmemi_k_amo64",
-                                                      "ushmemi_k_sigadd", "ushmemi_k_copy"};
+    static const char *const fixed_names[K_NFIXED] = {"ushmemi_k_amo32",     "ushmemi_k_amo64",
+                                                      "ushmemi_k_sigadd",    "ushmemi_k_copy",
+                                                      "ushmemi_k_coll_copy", "ushmemi_k_coll_sync"};
     if (!image) {
         ushmemi_debug(call, "library built without nvcc: device atomics, signal ADD on a stream "
                             "and reductions on a stream are unavailable");

@@ -32,6 +32,8 @@ enum {
     K_AMO64,
     K_SIGADD,
     K_COPY,
+    K_COLL_COPY,
+    K_COLL_SYNC,
     K_NFIXED,
 };
 
@@ -116,6 +118,12 @@ typedef struct {
 void ushmemi_cuda_dev_card(cuda_card_t *c);
 int ushmemi_cuda_dev_check_env(const char *call);
 int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call);
+/* Device waits for the library's own kernels (stream.c's collectives): 1 safe
+ * by the job's verdict, 2 allowed only by USHMEM_DEVICE_WAIT=timesliced, 0 off
+ * (and why); the device address of the word kernels poll for the job's end. */
+int ushmemi_cuda_dev_waits(void);
+const char *ushmemi_cuda_dev_waits_why(void);
+CUdeviceptr ushmemi_cuda_dev_abort_addr(void);
 
 /* Embedded fatbin image, or NULL (fatbin.c). */
 const void *ushmemi_cuda_kernels_image(void);

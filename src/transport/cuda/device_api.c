@@ -86,6 +86,12 @@ int ushmemi_cuda_dev_check_env(const char *call)
                       ushmemi_env.device_wait);
         return USHMEM_EINVAL;
     }
+    if (strcmp(ushmemi_env.cuda_coll, "auto") && strcmp(ushmemi_env.cuda_coll, "copy") &&
+        strcmp(ushmemi_env.cuda_coll, "leader") && strcmp(ushmemi_env.cuda_coll, "kernel")) {
+        ushmemi_error(call, "USHMEM_CUDA_COLL='%s': use auto, copy, leader or kernel",
+                      ushmemi_env.cuda_coll);
+        return USHMEM_EINVAL;
+    }
     if (ushmemi_env.device_wait_timeout < 0) {
         ushmemi_error(call, "USHMEM_DEVICE_WAIT_TIMEOUT=%ld: seconds, 0 for no limit",
                       ushmemi_env.device_wait_timeout);
@@ -200,6 +206,23 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     if (!rc && dev.why[0])
         ushmemi_debug(call, "device-side waits off: %s", dev.why);
     return rc;
+}
+
+int ushmemi_cuda_dev_waits(void)
+{
+    if (!(dev.flags & SHMEMX_DEV_F_WAIT_OK))
+        return 0;
+    return dev.reason == SHMEMX_DEV_WAIT_SAFE ? 1 : 2;
+}
+
+const char *ushmemi_cuda_dev_waits_why(void)
+{
+    return dev.why[0] ? dev.why : "device-side waits are off";
+}
+
+CUdeviceptr ushmemi_cuda_dev_abort_addr(void)
+{
+    return ushmemi_cuda.scratch_d + ABORT_OFF;
 }
 
 void ushmemi_cuda_dev_abort(void)

@@ -543,6 +543,197 @@ static size_t mul(size_t a, size_t b, const char *call)
     return a * b;
 }
 
+/* ---- how a collective on device memory runs ----
+ * copy:   every member enqueues its own copies between two stream barriers.
+ * leader: one member (member 0, the root of a broadcast) waits on the stream
+ *         for every other member's arrival, does every copy (or the whole
+ *         reduction, written to every member's dest) in one launch and
+ *         releases each member; the others enqueue one signal and one wait.
+ *         Without MPS the GPU time-slices between contexts that have kernels
+ *         in flight (a hand-off costs a slice), so one context doing all the
+ *         work is what makes collectives of PEs sharing a GPU fast there.
+ * kernel: every member launches one block that signals, waits, pushes its
+ *         part and signals again on the device (ushmemi_k_coll_sync): one
+ *         launch instead of two barriers and the copies; only where device
+ *         waits are safe (MPS with fitting shares, or one PE per GPU).
+ * auto: kernel for small collectives where device waits are safe, leader
+ * when they are not and the whole team is on this PE's GPU, else copy.
+ * Every input of the choice is the same on every member (sizes, symmetric
+ * addresses, the job's verdict on device waits). */
+enum { ALG_COPY, ALG_LEADER, ALG_KERNEL };
+
+/* auto: most bytes one PE pushes (or reduces) in the device-synchronized
+ * kernel; its one block is slower than the copy path's launches beyond. */
+#define KCOLL_AUTO_MAX ((size_t)256 << 10)
+/* In-place reductions in that kernel stage the result in shared memory. */
+#define KRED_STAGE_MAX ((size_t)48 << 10)
+#define KCOLL_THREADS  512
+
+static int team_on_my_gpu(shmem_team_t team)
+{
+    for (int i = 0; i < team->size; i++)
+        if (ushmemi_cuda.peer_dev[ushmemi_team_world_pe(team, i)] != ushmemi_cuda.device)
+            return 0;
+    return 1;
+}
+
+/* bytes: what one PE pushes (or reduces); staged: an in-place reduction. */
+static int coll_alg(shmem_team_t team, size_t bytes, int staged, const char *call)
+{
+    const char *m = ushmemi_env.cuda_coll;
+    int n = team->size;
+    if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES)
+        return ALG_COPY;
+    if (!strcmp(m, "leader"))
+        return ALG_LEADER;
+    int waits = ushmemi_cuda_dev_waits();
+    int fits = n <= USHMEMI_KCOLL_MAX_PES && (!staged || bytes <= KRED_STAGE_MAX);
+    if (!strcmp(m, "kernel")) {
+        if (!waits)
+            ushmemi_fatal(call, "USHMEM_CUDA_COLL=kernel needs device-side waits: %s",
+                          ushmemi_cuda_dev_waits_why());
+        return fits ? ALG_KERNEL : ALG_COPY;
+    }
+    if (waits == 1 && fits && bytes <= KCOLL_AUTO_MAX)
+        return ALG_KERNEL;
+    if (waits != 1 && team_on_my_gpu(team))
+        return ALG_LEADER;
+    return ALG_COPY;
+}
+
+static CUdeviceptr peer_heap(int w, const char *call)
+{
+    char *p = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w];
+    if (!p && ushmemi_cuda_unmapped_why(w))
+        ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(w));
+    if (!p)
+        ushmemi_fatal(call,
+                      "PE %d's device heap is not mapped here: stream-ordered "
+                      "synchronization needs every team member on this host",
+                      w);
+    return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* Leader path, phase 0 (arrive) or 1 (release), under sync_lock. */
+static void lead_sync(shmem_team_t team, int lead, int phase, CUstream s, const char *call)
+{
+    int wme = ushmemi_g.my_pe;
+    CUdeviceptr mine = ushmemi_cuda.base;
+    if (team->my_pe != lead) {
+        int w = ushmemi_team_world_pe(team, lead);
+        if (phase == 0)
+            CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, peer_heap(w, call) + (CUdeviceptr)wme * 8,
+                                                     ++ushmemi_cuda.sent[w],
+                                                     CU_STREAM_WRITE_VALUE_DEFAULT),
+                     call);
+        else
+            CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)w * 8,
+                                                    ++ushmemi_cuda.expected[w],
+                                                    CU_STREAM_WAIT_VALUE_GEQ),
+                     call);
+        return;
+    }
+    for (int j = 0; j < team->size; j++) {
+        int w = ushmemi_team_world_pe(team, j);
+        if (j == lead)
+            continue;
+        if (phase == 0)
+            CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)w * 8,
+                                                    ++ushmemi_cuda.expected[w],
+                                                    CU_STREAM_WAIT_VALUE_GEQ),
+                     call);
+        else
+            CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, peer_heap(w, call) + (CUdeviceptr)wme * 8,
+                                                     ++ushmemi_cuda.sent[w],
+                                                     CU_STREAM_WRITE_VALUE_DEFAULT),
+                     call);
+    }
+}
+
+static void launch(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned shmem,
+                   void *args, CUstream s, const char *call)
+{
+    void *params[] = {args};
+    CU_CHECK(ushmemi_cu.cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, shmem, s, params, NULL), call);
+}
+
+/* alltoall / fcollect / broadcast (kind) on the leader path. */
+static void coll_leader(shmem_team_t team, int kind, void *dest, const void *source, size_t nb,
+                        int root, CUstream s, const char *call)
+{
+    int n = team->size, lead = kind == USHMEMI_KCOLL_BROADCAST ? root : 0;
+    ushmemi_kcopy_args_t a;
+    pthread_mutex_lock(&ushmemi_cuda.sync_lock);
+    lead_sync(team, lead, 0, s, call);
+    if (team->my_pe == lead) {
+        memset(&a, 0, sizeof a);
+        a.nbytes = nb;
+        a.npes = n;
+        a.kind = kind;
+        a.root = root;
+        for (int j = 0; j < n; j++) {
+            a.dst[j] = member_copy(dest, team, j, call);
+            if (kind != USHMEMI_KCOLL_BROADCAST || j == root)
+                a.src[j] = member_copy(source, team, j, call);
+        }
+        unsigned pairs = kind == USHMEMI_KCOLL_BROADCAST ? (unsigned)n : (unsigned)(n * n);
+        size_t per = (nb + 65535) / 65536, most = 1056 / pairs ? 1056 / pairs : 1;
+        launch(ushmemi_cuda_fixed(K_COLL_COPY, call), (unsigned)(per < most ? per : most), pairs,
+               256, 0, &a, s, call);
+    }
+    lead_sync(team, lead, 1, s, call);
+    pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+}
+
+/* The two rounds' signals and waits of the device-synchronized kernel, under
+ * sync_lock: full mesh, or for a broadcast members -> root, then root -> members. */
+static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int root,
+                       const char *call)
+{
+    int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
+    int full = kind != USHMEMI_KCOLL_BROADCAST;
+    memset(a, 0, sizeof *a);
+    a->npes = n;
+    a->me = me;
+    a->world_pe = wme;
+    a->kind = kind;
+    a->root = root;
+    a->heap_base = ushmemi_cuda.base;
+    a->abort_flag = ushmemi_cuda_dev_abort_addr();
+    a->timeout_ns = (unsigned long long)ushmemi_env.device_wait_timeout * 1000000000ull;
+    for (int j = 0; j < n; j++) {
+        int w = ushmemi_team_world_pe(team, j);
+        a->wpe[j] = w;
+        if (j == me)
+            continue;
+        a->flag_out[j] = peer_heap(w, call) + (CUdeviceptr)wme * 8;
+        int to_root = me != root && j == root;
+        if (full || to_root)
+            a->sent[0][j] = ++ushmemi_cuda.sent[w];
+        if (full || me == root)
+            a->expect[0][j] = ++ushmemi_cuda.expected[w];
+        if (full || me == root)
+            a->sent[1][j] = ++ushmemi_cuda.sent[w];
+        if (full || to_root)
+            a->expect[1][j] = ++ushmemi_cuda.expected[w];
+    }
+}
+
+static void coll_kernel(shmem_team_t team, int kind, void *dest, const void *source, size_t nb,
+                        int root, CUstream s, const char *call)
+{
+    ushmemi_kcoll_args_t a;
+    pthread_mutex_lock(&ushmemi_cuda.sync_lock);
+    kcoll_fill(&a, team, kind, root, call);
+    a.src = source;
+    a.nbytes = nb;
+    if (kind != USHMEMI_KCOLL_BROADCAST || team->my_pe == root)
+        for (int j = 0; j < team->size; j++)
+            a.peer[j] = member_copy(dest, team, j, call);
+    launch(ushmemi_cuda_fixed(K_COLL_SYNC, call), 1, 1, KCOLL_THREADS, 0, &a, s, call);
+    pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+}
+
 USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
                                              size_t nelems, shmemx_stream_t stream)
 {
@@ -556,6 +747,15 @@ USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_alltoall(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
+    int alg = ddev && sdev ? coll_alg(team, total, 0, call) : ALG_COPY;
+    if (alg == ALG_LEADER) {
+        coll_leader(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, s, call);
+        return 0;
+    }
+    if (alg == ALG_KERNEL) {
+        coll_kernel(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, s, call);
+        return 0;
+    }
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n; /* spread the traffic: everyone starts with a different peer */
@@ -579,6 +779,16 @@ USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, con
     if (h)
         return h < 0 ? -1 : ushmemi_broadcast(team, dest, source, nelems, PE_root, call);
     CUstream s = (CUstream)stream;
+    int alg =
+        ddev && sdev ? coll_alg(team, mul((size_t)team->size, nelems, call), 0, call) : ALG_COPY;
+    if (alg == ALG_LEADER) {
+        coll_leader(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root, s, call);
+        return 0;
+    }
+    if (alg == ALG_KERNEL) {
+        coll_kernel(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root, s, call);
+        return 0;
+    }
     ushmemi_cuda_stream_sync(team, s, call);
     if (team->my_pe == PE_root)
         for (int j = 0; j < team->size && nelems; j++)
@@ -600,6 +810,15 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_fcollect(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
+    int alg = ddev && sdev ? coll_alg(team, total, 0, call) : ALG_COPY;
+    if (alg == ALG_LEADER) {
+        coll_leader(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, s, call);
+        return 0;
+    }
+    if (alg == ALG_KERNEL) {
+        coll_kernel(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, s, call);
+        return 0;
+    }
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n;
@@ -628,28 +847,62 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     if (team->size > USHMEMI_KRED_MAX_PES)
         ushmemi_fatal(call, "reductions on a stream support teams of up to %d PEs",
                       USHMEMI_KRED_MAX_PES);
-    CUfunction f = ushmemi_cuda_kernel(kname, call);
     CUstream s = (CUstream)stream;
-    ushmemi_kred_args_t args;
-    memset(&args, 0, sizeof args);
-    args.npes = team->size;
-    args.nelems = nreduce;
-    for (int j = 0; j < team->size; j++)
-        args.src[j] = member_copy(source, team, j, call);
+    int n = team->size;
     uintptr_t d = (uintptr_t)dest, sp = (uintptr_t)source;
     int inplace = d < sp + nbytes && sp < d + nbytes;
+    /* The leader writes every dest element right after reading that element
+     * of every source, so dest == source is safe there; a partial overlap
+     * (not allowed by OpenSHMEM) takes the copy path's temporary. */
+    int alg = coll_alg(team, nbytes, inplace, call);
+    if (alg == ALG_LEADER && inplace && d != sp)
+        alg = ALG_COPY;
+    if (alg == ALG_KERNEL) {
+        char sname[48];
+        snprintf(sname, sizeof sname, "ushmemi_k_redsync_%s", kname + strlen("ushmemi_k_red_"));
+        CUfunction f = ushmemi_cuda_kernel(sname, call);
+        ushmemi_kcoll_args_t a;
+        pthread_mutex_lock(&ushmemi_cuda.sync_lock);
+        kcoll_fill(&a, team, USHMEMI_KCOLL_REDUCE, 0, call);
+        for (int j = 0; j < n; j++)
+            a.peer[j] = member_copy(source, team, j, call);
+        a.dest = dest;
+        a.nbytes = nreduce;
+        a.staged = inplace;
+        launch(f, 1, 1, KCOLL_THREADS, inplace ? (unsigned)nbytes : 0, &a, s, call);
+        pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+        return 0;
+    }
+    CUfunction f = ushmemi_cuda_kernel(kname, call);
+    ushmemi_kred_args_t args;
+    memset(&args, 0, sizeof args);
+    args.npes = n;
+    args.nelems = nreduce;
+    for (int j = 0; j < n; j++)
+        args.src[j] = member_copy(source, team, j, call);
+    unsigned long long blocks = (nreduce + 255) / 256;
+    unsigned grid = blocks < 1056 ? (unsigned)(blocks ? blocks : 1) : 1056;
+    if (alg == ALG_LEADER) {
+        pthread_mutex_lock(&ushmemi_cuda.sync_lock);
+        lead_sync(team, 0, 0, s, call);
+        if (team->my_pe == 0) {
+            args.ndest = n;
+            for (int j = 0; j < n; j++)
+                args.dest[j] = member_copy(dest, team, j, call);
+            launch(f, grid, 1, 256, 0, &args, s, call);
+        }
+        lead_sync(team, 0, 1, s, call);
+        pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+        return 0;
+    }
     CUdeviceptr tmp = 0;
     if (inplace)
         CU_CHECK(ushmemi_cu.cuMemAllocAsync(&tmp, nbytes ? nbytes : 1, s), call);
-    args.dest = inplace ? (void *)(uintptr_t)tmp : dest;
+    args.ndest = 1;
+    args.dest[0] = inplace ? (void *)(uintptr_t)tmp : dest;
     ushmemi_cuda_stream_sync(team, s, call);
-    if (nreduce) {
-        unsigned long long blocks = (nreduce + 255) / 256;
-        void *params[] = {&args};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, blocks < 1056 ? (unsigned)blocks : 1056, 1, 1, 256, 1,
-                                           1, 0, s, params, NULL),
-                 call);
-    }
+    if (nreduce)
+        launch(f, grid, 1, 256, 0, &args, s, call);
     if (inplace) {
         /* Everyone has read every source before anyone overwrites its own. */
         ushmemi_cuda_stream_sync(team, s, call);
