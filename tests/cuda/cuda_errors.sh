@@ -24,4 +24,6 @@ check nodevice "needs a bound CUDA device" USHMEM_TRANSPORTS=shm
 check badpe "PE 2 out of range"
 check badcmp "unknown comparison operator 42"
 check badsigop "unknown signal operator 7"
+check collkernel "USHMEM_CUDA_COLL=kernel needs device-side waits: 2 PEs share GPU" USHMEM_CUDA_COLL=kernel
+check badcoll "USHMEM_CUDA_COLL='fast': use auto, copy, leader or kernel" USHMEM_CUDA_COLL=fast
 exit $fail
