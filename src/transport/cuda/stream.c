@@ -577,8 +577,25 @@ static int team_on_my_gpu(shmem_team_t team)
     return 1;
 }
 
+/* SHMEM_DEBUG: one line the first time each path runs. */
+static int coll_said(int alg, const char *call)
+{
+    static const char *const names[] = {"copy", "leader", "kernel"};
+    static _Atomic int said[3];
+    if (ushmemi_env.debug && !atomic_exchange(&said[alg], 1))
+        ushmemi_debug(call, "collectives on device memory: %s path (USHMEM_CUDA_COLL=%s)",
+                      names[alg], ushmemi_env.cuda_coll);
+    return alg;
+}
+
 /* bytes: what one PE pushes (or reduces); staged: an in-place reduction. */
+static int coll_alg_of(shmem_team_t team, size_t bytes, int staged, const char *call);
 static int coll_alg(shmem_team_t team, size_t bytes, int staged, const char *call)
+{
+    return coll_said(coll_alg_of(team, bytes, staged, call), call);
+}
+
+static int coll_alg_of(shmem_team_t team, size_t bytes, int staged, const char *call)
 {
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
@@ -856,7 +873,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
      * (not allowed by OpenSHMEM) takes the copy path's temporary. */
     int alg = coll_alg(team, nbytes, inplace, call);
     if (alg == ALG_LEADER && inplace && d != sp)
-        alg = ALG_COPY;
+        alg = coll_said(ALG_COPY, call);
     if (alg == ALG_KERNEL) {
         char sname[48];
         snprintf(sname, sizeof sname, "ushmemi_k_redsync_%s", kname + strlen("ushmemi_k_red_"));
