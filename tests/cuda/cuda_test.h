@@ -72,10 +72,16 @@ static inline int tcu_is_device(const void *p)
     return type == CU_MEMORYTYPE_DEVICE;
 }
 
-/* Synchronous copies between host and device (or anything: unified). */
+/* Synchronous copies between host and device (or anything: unified). A
+ * cuMemcpy from pageable memory to the device may return before its DMA has
+ * landed (CUDA's rule), and work on a non-blocking stream is not ordered
+ * after it: wait for the legacy default stream, where that DMA runs, so the
+ * data is in place for any stream (seen: a stream collective read the old
+ * source right after the fill). */
 static inline void tcu_copy(void *dst, const void *src, size_t n)
 {
     TCU(tcu.cuMemcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
+    TCU(tcu.cuStreamSynchronize(NULL));
 }
 
 static inline void *tcu_to_host(const void *dev, size_t n)
