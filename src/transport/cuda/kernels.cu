@@ -119,11 +119,11 @@ __device__ static void kcoll_wait(const ushmemi_kcoll_args_t &a, int j, unsigned
 __device__ static void kcoll_round(const ushmemi_kcoll_args_t &a, int r, const char *call)
 {
     int j = (int)threadIdx.x;
-    if (j < a.npes && a.sent[r][j]) {
-        if (r)
-            ushmemi_dev_fence_sc(); /* the block's pushes before the signal */
+    /* Round 1 signals after the block barrier that follows the pushes: the
+     * system-scope release is cumulative, so every thread's pushes are
+     * visible before the signal to whoever acquires it. */
+    if (j < a.npes && a.sent[r][j])
         ushmemi_dev_st_release64((void *)(uintptr_t)a.flag_out[j], a.sent[r][j]);
-    }
     if (j < a.npes && a.expect[r][j])
         kcoll_wait(a, j, a.expect[r][j], call);
     __syncthreads();

@@ -562,9 +562,13 @@ static size_t mul(size_t a, size_t b, const char *call)
  * addresses, the job's verdict on device waits). */
 enum { ALG_COPY, ALG_LEADER, ALG_KERNEL };
 
-/* auto: most bytes one PE pushes (or reduces) in the device-synchronized
- * kernel; its one block is slower than the copy path's launches beyond. */
-#define KCOLL_AUTO_MAX ((size_t)256 << 10)
+/* auto: most bytes one PE pushes (reductions: combines) in the device-
+ * synchronized kernel; beyond, its one block is slower than the leader's
+ * launch (measured on an H200, 2 PEs under MPS: alltoall kernel and leader
+ * cross at 64 KiB per PE block, broadcast and fcollect between 64 and 128
+ * KiB, an int64 sum between 16 and 32 KiB). */
+#define KCOLL_AUTO_MAX ((size_t)128 << 10)
+#define KRED_AUTO_MAX  ((size_t)16 << 10)
 /* In-place reductions in that kernel stage the result in shared memory. */
 #define KRED_STAGE_MAX ((size_t)48 << 10)
 #define KCOLL_THREADS  512
@@ -588,14 +592,15 @@ static int coll_said(int alg, const char *call)
     return alg;
 }
 
-/* bytes: what one PE pushes (or reduces); staged: an in-place reduction. */
-static int coll_alg_of(shmem_team_t team, size_t bytes, int staged, const char *call);
-static int coll_alg(shmem_team_t team, size_t bytes, int staged, const char *call)
+/* bytes: what one PE pushes (or reduces); red: a reduction (staged: in
+ * place). */
+static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, const char *call);
+static int coll_alg(shmem_team_t team, size_t bytes, int red, int staged, const char *call)
 {
-    return coll_said(coll_alg_of(team, bytes, staged, call), call);
+    return coll_said(coll_alg_of(team, bytes, red, staged, call), call);
 }
 
-static int coll_alg_of(shmem_team_t team, size_t bytes, int staged, const char *call)
+static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, const char *call)
 {
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
@@ -611,9 +616,12 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int staged, const char *
                           ushmemi_cuda_dev_waits_why());
         return fits ? ALG_KERNEL : ALG_COPY;
     }
-    if (waits == 1 && fits && bytes <= KCOLL_AUTO_MAX)
+    if (waits == 1 && fits && bytes <= (red ? KRED_AUTO_MAX : KCOLL_AUTO_MAX))
         return ALG_KERNEL;
-    if (waits != 1 && team_on_my_gpu(team))
+    /* One context doing all copies also wins under MPS (measured: alltoall of
+     * 256 KiB-4 MiB per PE 8.7-13.4 µs against 13.7-17.3 for every PE
+     * copying), and without MPS it is what avoids time slices. */
+    if (team_on_my_gpu(team))
         return ALG_LEADER;
     return ALG_COPY;
 }
@@ -764,7 +772,7 @@ USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_alltoall(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
-    int alg = ddev && sdev ? coll_alg(team, total, 0, call) : ALG_COPY;
+    int alg = ddev && sdev ? coll_alg(team, total, 0, 0, call) : ALG_COPY;
     if (alg == ALG_LEADER) {
         coll_leader(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, s, call);
         return 0;
@@ -797,7 +805,7 @@ USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, con
         return h < 0 ? -1 : ushmemi_broadcast(team, dest, source, nelems, PE_root, call);
     CUstream s = (CUstream)stream;
     int alg =
-        ddev && sdev ? coll_alg(team, mul((size_t)team->size, nelems, call), 0, call) : ALG_COPY;
+        ddev && sdev ? coll_alg(team, mul((size_t)team->size, nelems, call), 0, 0, call) : ALG_COPY;
     if (alg == ALG_LEADER) {
         coll_leader(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root, s, call);
         return 0;
@@ -827,7 +835,7 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_fcollect(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
-    int alg = ddev && sdev ? coll_alg(team, total, 0, call) : ALG_COPY;
+    int alg = ddev && sdev ? coll_alg(team, total, 0, 0, call) : ALG_COPY;
     if (alg == ALG_LEADER) {
         coll_leader(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, s, call);
         return 0;
@@ -871,7 +879,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     /* The leader writes every dest element right after reading that element
      * of every source, so dest == source is safe there; a partial overlap
      * (not allowed by OpenSHMEM) takes the copy path's temporary. */
-    int alg = coll_alg(team, nbytes, inplace, call);
+    int alg = coll_alg(team, nbytes, 1, inplace, call);
     if (alg == ALG_LEADER && inplace && d != sp)
         alg = coll_said(ALG_COPY, call);
     if (alg == ALG_KERNEL) {
