@@ -37,9 +37,9 @@ if has tests; then
   echo "== CUDA tests, no MPS"; grep -E "Test +#|tests passed" "$O/ctest.log"
 fi
 if has mps; then
-  (cd "$B" && USHRUN_MPS=1 timeout 300 ctest -R '^cuda/dev' --output-on-failure --timeout 150) \
+  (cd "$B" && USHRUN_MPS=1 timeout 300 ctest -R '^cuda/(dev|coll_stream/auto)' --output-on-failure --timeout 150) \
     >"$O/ctest_mps.log" 2>&1
-  echo "== device-API tests under ushrun --mps"; grep -E "Test +#|tests passed" "$O/ctest_mps.log"
+  echo "== device-API tests and the collectives (kernel path) under ushrun --mps"; grep -E "Test +#|tests passed" "$O/ctest_mps.log"
 fi
 if has bench; then
   unset USHMEM_DEVICE_HEAP_SIZE
