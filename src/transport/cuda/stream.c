@@ -759,6 +759,20 @@ static void coll_kernel(shmem_team_t team, int kind, void *dest, const void *sou
     pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
 }
 
+/* The leader or kernel path when device buffers allow it and auto (or
+ * USHMEM_CUDA_COLL) picks one: 1 when enqueued, 0 for the copy path. bytes:
+ * what one PE pushes. */
+static int coll_fast(shmem_team_t team, int kind, void *dest, const void *source, size_t nb,
+                     int root, size_t bytes, int dev, CUstream s, const char *call)
+{
+    int alg = dev ? coll_alg(team, bytes, 0, 0, call) : ALG_COPY;
+    if (alg == ALG_LEADER)
+        coll_leader(team, kind, dest, source, nb, root, s, call);
+    else if (alg == ALG_KERNEL)
+        coll_kernel(team, kind, dest, source, nb, root, s, call);
+    return alg != ALG_COPY;
+}
+
 USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
                                              size_t nelems, shmemx_stream_t stream)
 {
@@ -772,15 +786,9 @@ USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_alltoall(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
-    int alg = ddev && sdev ? coll_alg(team, total, 0, 0, call) : ALG_COPY;
-    if (alg == ALG_LEADER) {
-        coll_leader(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, s, call);
+    if (coll_fast(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, total, ddev && sdev, s,
+                  call))
         return 0;
-    }
-    if (alg == ALG_KERNEL) {
-        coll_kernel(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, s, call);
-        return 0;
-    }
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n; /* spread the traffic: everyone starts with a different peer */
@@ -804,16 +812,9 @@ USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, con
     if (h)
         return h < 0 ? -1 : ushmemi_broadcast(team, dest, source, nelems, PE_root, call);
     CUstream s = (CUstream)stream;
-    int alg =
-        ddev && sdev ? coll_alg(team, mul((size_t)team->size, nelems, call), 0, 0, call) : ALG_COPY;
-    if (alg == ALG_LEADER) {
-        coll_leader(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root, s, call);
+    if (coll_fast(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root,
+                  mul((size_t)team->size, nelems, call), ddev && sdev, s, call))
         return 0;
-    }
-    if (alg == ALG_KERNEL) {
-        coll_kernel(team, USHMEMI_KCOLL_BROADCAST, dest, source, nelems, PE_root, s, call);
-        return 0;
-    }
     ushmemi_cuda_stream_sync(team, s, call);
     if (team->my_pe == PE_root)
         for (int j = 0; j < team->size && nelems; j++)
@@ -835,15 +836,9 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
         return h < 0 ? -1 : ushmemi_fcollect(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
-    int alg = ddev && sdev ? coll_alg(team, total, 0, 0, call) : ALG_COPY;
-    if (alg == ALG_LEADER) {
-        coll_leader(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, s, call);
+    if (coll_fast(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, total, ddev && sdev, s,
+                  call))
         return 0;
-    }
-    if (alg == ALG_KERNEL) {
-        coll_kernel(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, s, call);
-        return 0;
-    }
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n;
