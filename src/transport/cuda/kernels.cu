@@ -133,13 +133,7 @@ extern "C" __global__ void ushmemi_k_coll_sync(const ushmemi_kcoll_args_t a)
 {
     static const char call[] = "collective on a stream (device-synchronized)";
     unsigned long long nb = a.nbytes;
-    /* A stream barrier also orders the stream's earlier copies (the copy
-     * engine's too) before every member's next work: fence first. */
-    if (a.kind == USHMEMI_KCOLL_BARRIER && threadIdx.x < (unsigned)a.npes)
-        ushmemi_dev_fence_sc();
     kcoll_round(a, 0, call);
-    if (a.kind == USHMEMI_KCOLL_BARRIER)
-        return;
     if (a.kind != USHMEMI_KCOLL_BROADCAST || a.me == a.root)
         for (int k = 0; k < a.npes; k++) {
             int j = (a.me + k) % a.npes;

@@ -29,7 +29,6 @@ typedef struct {
 #define USHMEMI_KCOLL_FCOLLECT  1
 #define USHMEMI_KCOLL_BROADCAST 2
 #define USHMEMI_KCOLL_REDUCE    3
-#define USHMEMI_KCOLL_BARRIER   4 /* ushmemi_k_coll_sync: round 0 only, no data */
 
 /* ushmemi_k_coll_copy: every copy of a collective in one launch, by one PE
  * for the whole team (the leader). blockIdx.y is the pair (i, j): member i's

@@ -413,15 +413,8 @@ USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
 
 /* ---- stream-ordered barriers ---- */
 
-static int sync_by_kernel(shmem_team_t team);
-static void kernel_sync(shmem_team_t team, CUstream s, const char *call);
-
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
 {
-    if (sync_by_kernel(team)) {
-        kernel_sync(team, s, call);
-        return;
-    }
     int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
     char **peer = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer;
     CUdeviceptr mine = ushmemi_cuda.base;
@@ -570,13 +563,12 @@ static size_t mul(size_t a, size_t b, const char *call)
 enum { ALG_COPY, ALG_LEADER, ALG_KERNEL };
 
 /* auto: most bytes one PE pushes (reductions: combines) in the device-
- * synchronized kernel of an n-PE team; beyond, its one block is slower than
- * the leader's launch, whose stream waits cost more with more PEs (measured
- * on an H200 under MPS: alltoall, broadcast, fcollect cross at 64 KiB per
- * block with 2 PEs and 128-256 KiB with 4; an int64 sum at 16-32 KiB with 2
- * and 128 KiB with 4). */
-#define KCOLL_AUTO_MAX(n) (((size_t)32 << 10) * (size_t)(n) * (size_t)(n))
-#define KRED_AUTO_MAX(n)  (((size_t)4 << 10) * (size_t)(n) * (size_t)(n))
+ * synchronized kernel; beyond, its one block is slower than the leader's
+ * launch (measured on an H200, 2 PEs under MPS: alltoall kernel and leader
+ * cross at 64 KiB per PE block, broadcast and fcollect between 64 and 128
+ * KiB, an int64 sum between 16 and 32 KiB). */
+#define KCOLL_AUTO_MAX ((size_t)128 << 10)
+#define KRED_AUTO_MAX  ((size_t)16 << 10)
 /* In-place reductions in that kernel stage the result in shared memory. */
 #define KRED_STAGE_MAX ((size_t)48 << 10)
 #define KCOLL_THREADS  512
@@ -624,7 +616,7 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, con
                           ushmemi_cuda_dev_waits_why());
         return fits ? ALG_KERNEL : ALG_COPY;
     }
-    if (waits == 1 && fits && bytes <= (red ? KRED_AUTO_MAX(n) : KCOLL_AUTO_MAX(n)))
+    if (waits == 1 && fits && bytes <= (red ? KRED_AUTO_MAX : KCOLL_AUTO_MAX))
         return ALG_KERNEL;
     /* One context doing all copies also wins under MPS (measured: alltoall of
      * 256 KiB-4 MiB per PE 8.7-13.4 µs against 13.7-17.3 for every PE
@@ -724,7 +716,7 @@ static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int
                        const char *call)
 {
     int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
-    int full = kind != USHMEMI_KCOLL_BROADCAST, two = kind != USHMEMI_KCOLL_BARRIER;
+    int full = kind != USHMEMI_KCOLL_BROADCAST;
     memset(a, 0, sizeof *a);
     a->npes = n;
     a->me = me;
@@ -745,9 +737,9 @@ static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int
             a->sent[0][j] = ++ushmemi_cuda.sent[w];
         if (full || me == root)
             a->expect[0][j] = ++ushmemi_cuda.expected[w];
-        if (two && (full || me == root))
+        if (full || me == root)
             a->sent[1][j] = ++ushmemi_cuda.sent[w];
-        if (two && (full || to_root))
+        if (full || to_root)
             a->expect[1][j] = ++ushmemi_cuda.expected[w];
     }
 }
@@ -764,33 +756,6 @@ static void coll_kernel(shmem_team_t team, int kind, void *dest, const void *sou
         for (int j = 0; j < team->size; j++)
             a.peer[j] = member_copy(dest, team, j, call);
     launch(ushmemi_cuda_fixed(K_COLL_SYNC, call), 1, 1, KCOLL_THREADS, 0, &a, s, call);
-    pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
-}
-
-/* Stream barriers as one device-synchronized block (one round, every member
- * signalling every member) instead of log2(n) rounds of stream memory
- * operations, where device waits are safe and the team has 3-32 PEs
- * (measured, 4 PEs on one H200 under MPS: the memory operations' two rounds
- * 18.9 µs); with 2 PEs the one round of memory operations is faster (3.9 µs).
- * USHMEM_CUDA_COLL=kernel uses it from 2 PEs, copy and leader never. */
-static int sync_by_kernel(shmem_team_t team)
-{
-    const char *m = ushmemi_env.cuda_coll;
-    int n = team->size, waits;
-    if (n < 2 || n > USHMEMI_KCOLL_MAX_PES || !ushmemi_cuda.mod)
-        return 0;
-    waits = ushmemi_cuda_dev_waits();
-    if (!strcmp(m, "kernel"))
-        return waits != 0;
-    return !strcmp(m, "auto") && waits == 1 && n >= 3;
-}
-
-static void kernel_sync(shmem_team_t team, CUstream s, const char *call)
-{
-    ushmemi_kcoll_args_t a;
-    pthread_mutex_lock(&ushmemi_cuda.sync_lock);
-    kcoll_fill(&a, team, USHMEMI_KCOLL_BARRIER, 0, call);
-    launch(ushmemi_cuda_fixed(K_COLL_SYNC, call), 1, 1, 32, 0, &a, s, call);
     pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
 }
 
