@@ -563,12 +563,13 @@ static size_t mul(size_t a, size_t b, const char *call)
 enum { ALG_COPY, ALG_LEADER, ALG_KERNEL };
 
 /* auto: most bytes one PE pushes (reductions: combines) in the device-
- * synchronized kernel; beyond, its one block is slower than the leader's
- * launch (measured on an H200, 2 PEs under MPS: alltoall kernel and leader
- * cross at 64 KiB per PE block, broadcast and fcollect between 64 and 128
- * KiB, an int64 sum between 16 and 32 KiB). */
-#define KCOLL_AUTO_MAX ((size_t)128 << 10)
-#define KRED_AUTO_MAX  ((size_t)16 << 10)
+ * synchronized kernel of an n-PE team; beyond, its one block is slower than
+ * the leader's launch, whose stream waits cost more with more PEs (measured
+ * on an H200 under MPS: alltoall, broadcast, fcollect cross at 64 KiB per
+ * block with 2 PEs and 128-256 KiB with 4; an int64 sum at 16-32 KiB with 2
+ * and 128 KiB with 4). */
+#define KCOLL_AUTO_MAX(n) (((size_t)32 << 10) * (size_t)(n) * (size_t)(n))
+#define KRED_AUTO_MAX(n)  (((size_t)4 << 10) * (size_t)(n) * (size_t)(n))
 /* In-place reductions in that kernel stage the result in shared memory. */
 #define KRED_STAGE_MAX ((size_t)48 << 10)
 #define KCOLL_THREADS  512
@@ -616,7 +617,7 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, con
                           ushmemi_cuda_dev_waits_why());
         return fits ? ALG_KERNEL : ALG_COPY;
     }
-    if (waits == 1 && fits && bytes <= (red ? KRED_AUTO_MAX : KCOLL_AUTO_MAX))
+    if (waits == 1 && fits && bytes <= (red ? KRED_AUTO_MAX(n) : KCOLL_AUTO_MAX(n)))
         return ALG_KERNEL;
     /* One context doing all copies also wins under MPS (measured: alltoall of
      * 256 KiB-4 MiB per PE 8.7-13.4 µs against 13.7-17.3 for every PE
