@@ -567,9 +567,11 @@ enum { ALG_COPY, ALG_LEADER, ALG_KERNEL };
  * the leader's launch, whose stream waits cost more with more PEs (measured
  * on an H200 under MPS: alltoall, broadcast, fcollect cross at 64 KiB per
  * block with 2 PEs and 128-256 KiB with 4; an int64 sum at 16-32 KiB with 2
- * and 128 KiB with 4). */
-#define KCOLL_AUTO_MAX(n) (((size_t)32 << 10) * (size_t)(n) * (size_t)(n))
-#define KRED_AUTO_MAX(n)  (((size_t)4 << 10) * (size_t)(n) * (size_t)(n))
+ * and 128 KiB with 4). Larger teams keep the 4-PE limits (not measured). */
+#define KCOLL_AUTO_MAX(n)                                                                          \
+    ((n) <= 4 ? ((size_t)32 << 10) * (size_t)(n) * (size_t)(n) : (size_t)512 << 10)
+#define KRED_AUTO_MAX(n)                                                                           \
+    ((n) <= 4 ? ((size_t)4 << 10) * (size_t)(n) * (size_t)(n) : (size_t)64 << 10)
 /* In-place reductions in that kernel stage the result in shared memory. */
 #define KRED_STAGE_MAX ((size_t)48 << 10)
 #define KCOLL_THREADS  512
