@@ -120,10 +120,11 @@ int ushmemi_cuda_dev_check_env(const char *call);
 int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call);
 /* Device waits for the library's own kernels (stream.c's collectives): 1 safe
  * by the job's verdict, 2 allowed only by USHMEM_DEVICE_WAIT=timesliced, 0 off
- * (and why); the device address of the word kernels poll for the job's end. */
+ * (and why); what every device wait polls: the device address of the word
+ * set when the job ends, and USHMEM_DEVICE_WAIT_TIMEOUT in ns (0: none). */
 int ushmemi_cuda_dev_waits(void);
 const char *ushmemi_cuda_dev_waits_why(void);
-CUdeviceptr ushmemi_cuda_dev_abort_addr(void);
+void ushmemi_cuda_dev_wait_limits(uint64_t *abort_flag, uint64_t *timeout_ns);
 
 /* Embedded fatbin image, or NULL (fatbin.c). */
 const void *ushmemi_cuda_kernels_image(void);

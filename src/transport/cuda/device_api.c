@@ -220,9 +220,10 @@ const char *ushmemi_cuda_dev_waits_why(void)
     return dev.why[0] ? dev.why : "device-side waits are off";
 }
 
-CUdeviceptr ushmemi_cuda_dev_abort_addr(void)
+void ushmemi_cuda_dev_wait_limits(uint64_t *abort_flag, uint64_t *timeout_ns)
 {
-    return ushmemi_cuda.scratch_d + ABORT_OFF;
+    *abort_flag = ushmemi_cuda.scratch_d + ABORT_OFF;
+    *timeout_ns = (uint64_t)ushmemi_env.device_wait_timeout * 1000000000ull;
 }
 
 void ushmemi_cuda_dev_abort(void)
@@ -291,8 +292,7 @@ static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
     d.heap_size = u->size;
     d.peer_base = u->base + PEER_TABLE_OFF;
     d.sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
-    d.abort_flag = u->scratch_d + ABORT_OFF;
-    d.wait_timeout_ns = (uint64_t)ushmemi_env.device_wait_timeout * 1000000000ull;
+    ushmemi_cuda_dev_wait_limits(&d.abort_flag, &d.wait_timeout_ns);
     *out = d;
     return 0;
 }

@@ -413,33 +413,46 @@ USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
 
 /* ---- stream-ordered barriers ---- */
 
+/* World PE w's device heap as mapped here, or fatal. */
+static CUdeviceptr peer_heap(int w, const char *call)
+{
+    char *p = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w];
+    if (!p && ushmemi_cuda_unmapped_why(w))
+        ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(w));
+    if (!p)
+        ushmemi_fatal(call,
+                      "PE %d's device heap is not mapped here: stream-ordered "
+                      "synchronization needs every team member on this host",
+                      w);
+    return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* This PE's next signal to world PE w, and its wait for w's next signal, on
+ * stream s (under sync_lock). */
+static void sync_signal(CUstream s, int w, const char *call)
+{
+    CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s,
+                                             peer_heap(w, call) + (CUdeviceptr)ushmemi_g.my_pe * 8,
+                                             ++ushmemi_cuda.sent[w], CU_STREAM_WRITE_VALUE_DEFAULT),
+             call);
+}
+
+static void sync_wait(CUstream s, int w, const char *call)
+{
+    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
+                                            ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
+             call);
+}
+
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
 {
-    int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
-    char **peer = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer;
-    CUdeviceptr mine = ushmemi_cuda.base;
+    int n = team->size, me = team->my_pe;
     if (n <= 1)
         return;
     pthread_mutex_lock(&ushmemi_cuda.sync_lock);
     for (int dist = 1; dist < n; dist <<= 1) {
-        int to = ushmemi_team_world_pe(team, (me + dist) % n);
-        int from = ushmemi_team_world_pe(team, (me + n - dist) % n);
-        if (!peer[to] && ushmemi_cuda_unmapped_why(to))
-            ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(to));
-        if (!peer[to])
-            ushmemi_fatal(call,
-                          "PE %d's device heap is not mapped here: stream-ordered "
-                          "synchronization needs every team member on this host",
-                          to);
-        uint64_t v = ++ushmemi_cuda.sent[to];
-        CU_CHECK(ushmemi_cu.cuStreamWriteValue64(
-                     s, (CUdeviceptr)(uintptr_t)peer[to] + (CUdeviceptr)wme * 8, v,
-                     CU_STREAM_WRITE_VALUE_DEFAULT),
-                 call);
-        uint64_t e = ++ushmemi_cuda.expected[from];
-        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)from * 8, e,
-                                                CU_STREAM_WAIT_VALUE_GEQ),
-                 call);
+        sync_signal(s, ushmemi_team_world_pe(team, (me + dist) % n), call);
+        sync_wait(s, ushmemi_team_world_pe(team, (me + n - dist) % n), call);
     }
     pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
 }
@@ -595,24 +608,22 @@ static int coll_said(int alg, const char *call)
     return alg;
 }
 
-/* bytes: what one PE pushes (or reduces); red: a reduction (staged: in
- * place). */
-static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, const char *call);
-static int coll_alg(shmem_team_t team, size_t bytes, int red, int staged, const char *call)
-{
-    return coll_said(coll_alg_of(team, bytes, red, staged, call), call);
-}
-
-static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, const char *call)
+/* bytes: what one PE pushes (or reduces); red: a reduction; overlap: its
+ * dest and source are the same (1) or partly overlap (2). */
+static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int overlap, const char *call)
 {
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
     if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES)
         return ALG_COPY;
+    /* The leader writes every dest element right after reading that element
+     * of every source, so dest == source is safe there; a partial overlap
+     * (not allowed by OpenSHMEM) takes the copy path's temporary. */
+    int lead = overlap == 2 ? ALG_COPY : ALG_LEADER;
     if (!strcmp(m, "leader"))
-        return ALG_LEADER;
+        return lead;
     int waits = ushmemi_cuda_dev_waits();
-    int fits = n <= USHMEMI_KCOLL_MAX_PES && (!staged || bytes <= KRED_STAGE_MAX);
+    int fits = n <= USHMEMI_KCOLL_MAX_PES && (!overlap || bytes <= KRED_STAGE_MAX);
     if (!strcmp(m, "kernel")) {
         if (!waits)
             ushmemi_fatal(call, "USHMEM_CUDA_COLL=kernel needs device-side waits: %s",
@@ -625,56 +636,34 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int staged, con
      * 256 KiB-4 MiB per PE 8.7-13.4 µs against 13.7-17.3 for every PE
      * copying), and without MPS it is what avoids time slices. */
     if (team_on_my_gpu(team))
-        return ALG_LEADER;
+        return lead;
     return ALG_COPY;
 }
 
-static CUdeviceptr peer_heap(int w, const char *call)
+static int coll_alg(shmem_team_t team, size_t bytes, int red, int overlap, const char *call)
 {
-    char *p = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w];
-    if (!p && ushmemi_cuda_unmapped_why(w))
-        ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(w));
-    if (!p)
-        ushmemi_fatal(call,
-                      "PE %d's device heap is not mapped here: stream-ordered "
-                      "synchronization needs every team member on this host",
-                      w);
-    return (CUdeviceptr)(uintptr_t)p;
+    return coll_said(coll_alg_of(team, bytes, red, overlap, call), call);
 }
 
-/* Leader path, phase 0 (arrive) or 1 (release), under sync_lock. */
+/* Leader path, phase 0 (the others arrive) or 1 (the leader releases them),
+ * under sync_lock. */
 static void lead_sync(shmem_team_t team, int lead, int phase, CUstream s, const char *call)
 {
-    int wme = ushmemi_g.my_pe;
-    CUdeviceptr mine = ushmemi_cuda.base;
     if (team->my_pe != lead) {
         int w = ushmemi_team_world_pe(team, lead);
         if (phase == 0)
-            CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, peer_heap(w, call) + (CUdeviceptr)wme * 8,
-                                                     ++ushmemi_cuda.sent[w],
-                                                     CU_STREAM_WRITE_VALUE_DEFAULT),
-                     call);
+            sync_signal(s, w, call);
         else
-            CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)w * 8,
-                                                    ++ushmemi_cuda.expected[w],
-                                                    CU_STREAM_WAIT_VALUE_GEQ),
-                     call);
+            sync_wait(s, w, call);
         return;
     }
     for (int j = 0; j < team->size; j++) {
-        int w = ushmemi_team_world_pe(team, j);
         if (j == lead)
             continue;
         if (phase == 0)
-            CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, mine + (CUdeviceptr)w * 8,
-                                                    ++ushmemi_cuda.expected[w],
-                                                    CU_STREAM_WAIT_VALUE_GEQ),
-                     call);
+            sync_wait(s, ushmemi_team_world_pe(team, j), call);
         else
-            CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, peer_heap(w, call) + (CUdeviceptr)wme * 8,
-                                                     ++ushmemi_cuda.sent[w],
-                                                     CU_STREAM_WRITE_VALUE_DEFAULT),
-                     call);
+            sync_signal(s, ushmemi_team_world_pe(team, j), call);
     }
 }
 
@@ -727,8 +716,10 @@ static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int
     a->kind = kind;
     a->root = root;
     a->heap_base = ushmemi_cuda.base;
-    a->abort_flag = ushmemi_cuda_dev_abort_addr();
-    a->timeout_ns = (unsigned long long)ushmemi_env.device_wait_timeout * 1000000000ull;
+    uint64_t abort_flag, timeout_ns;
+    ushmemi_cuda_dev_wait_limits(&abort_flag, &timeout_ns);
+    a->abort_flag = abort_flag;
+    a->timeout_ns = timeout_ns;
     for (int j = 0; j < n; j++) {
         int w = ushmemi_team_world_pe(team, j);
         a->wpe[j] = w;
@@ -874,12 +865,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     int n = team->size;
     uintptr_t d = (uintptr_t)dest, sp = (uintptr_t)source;
     int inplace = d < sp + nbytes && sp < d + nbytes;
-    /* The leader writes every dest element right after reading that element
-     * of every source, so dest == source is safe there; a partial overlap
-     * (not allowed by OpenSHMEM) takes the copy path's temporary. */
-    int alg = coll_alg(team, nbytes, 1, inplace, call);
-    if (alg == ALG_LEADER && inplace && d != sp)
-        alg = coll_said(ALG_COPY, call);
+    int alg = coll_alg(team, nbytes, 1, inplace ? (d == sp ? 1 : 2) : 0, call);
     if (alg == ALG_KERNEL) {
         char sname[48];
         snprintf(sname, sizeof sname, "ushmemi_k_redsync_%s", kname + strlen("ushmemi_k_red_"));
