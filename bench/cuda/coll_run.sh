@@ -27,6 +27,7 @@ COLL_MAX=${COLL_MAX:-4194304}
 T_RUN=${COLL_RUN_TIMEOUT:-120}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$here/common.sh"
 mkdir -p "$O" || exit 1
 B=$(cd "$B" && pwd) || exit 1
 O=$(cd "$O" && pwd) || exit 1
@@ -56,15 +57,7 @@ cat "$O/info.txt"
 nvcc -O2 -arch=sm_90 -I"$root/include" "$here/bench_coll_ushmem.cu" -o "$B/bench_coll_ushmem" \
     "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
   { echo "bench_coll_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
-# nvidia.nvshmem is a namespace package: its folder is __path__[0].
-findnv='import nvidia.nvshmem as m; print(list(m.__path__)[0])'
-NV=$(python3 -c "$findnv" 2>/dev/null || /usr/bin/python3 -c "$findnv" 2>/dev/null)
-if [ -z "$NV" ]; then # (dirname of nothing would be ".", this checkout)
-  h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
-  [ -n "$h" ] && NV=$(dirname "$h")
-fi
-NV=${NV%/include}
-echo "NVSHMEM: ${NV:-not found}"
+find_nvshmem
 if [ -n "$NV" ] && [ -d "$NV/include" ]; then
   nvcc -O2 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_coll_nvshmem.cu" \
       -o "$B/bench_coll_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
@@ -122,28 +115,6 @@ run_ushmem nomps ushmem_leader USHMEM_CUDA_COLL=leader
 run_nvshmem nomps
 
 # ---- under MPS ----
-MPSDIR=
-mps_quit() {
-  [ -n "${MPSDIR:-}" ] || return 0
-  local pid
-  pid=$(cat "$MPSDIR/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
-  if [ -e "$MPSDIR/pipe/control" ]; then
-    echo quit | CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log" \
-      timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1
-  fi
-  for _ in $(seq 100); do # up to 10 s for the daemon (and its server) to go
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    echo "the MPS control daemon (pid $pid) did not quit; killing it"
-    kill -9 "$pid"
-  fi
-  cp -r "$MPSDIR/log" "$O/mps_log" 2>/dev/null
-  rm -rf "$MPSDIR"
-  MPSDIR=
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-}
 trap mps_quit EXIT
 trap 'exit 130' INT TERM
 mps_ok=0
@@ -152,22 +123,7 @@ if ! command -v nvidia-cuda-mps-control >/dev/null; then
   failed+=("MPS (no nvidia-cuda-mps-control)")
   fails=$((fails + 1))
 else
-  MPSDIR=$(mktemp -d /tmp/collbench-mps-XXXXXX) || exit 1
-  mkdir -p "$MPSDIR/pipe" "$MPSDIR/log"
-  export CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log"
-  if nvidia-cuda-mps-control -d; then
-    for _ in $(seq 100); do
-      [ -e "$MPSDIR/pipe/control" ] && break
-      sleep 0.1
-    done
-    if [ -e "$MPSDIR/pipe/control" ]; then
-      mps_ok=1
-    else
-      echo "the MPS control pipe did not appear in 10 s"; cat "$MPSDIR"/log/*.log 2>/dev/null
-    fi
-  else
-    echo "could not start the MPS control daemon"
-  fi
+  mps_start collbench && mps_ok=1
   if [ "$mps_ok" = 1 ]; then
     export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=${MPS_PCT:-$((100 / NPES))}
     echo "== under MPS ($MPSDIR), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"

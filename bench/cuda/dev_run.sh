@@ -17,6 +17,7 @@ O=${2:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
 MAX=${3:-1073741824}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$here/common.sh"
 mkdir -p "$B" "$O" || exit 1
 B=$(cd "$B" && pwd)
 O=$(cd "$O" && pwd)
@@ -40,15 +41,7 @@ cmake --build "$B" -j"$(nproc)" >>"$O/build.log" 2>&1 || { tail -40 "$O/build.lo
 nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_ushmem.cu" \
     -o "$B/bench_dev_ushmem" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
   { echo "bench_dev_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
-# nvidia.nvshmem is a namespace package: its folder is __path__[0].
-findnv='import nvidia.nvshmem as m; print(list(m.__path__)[0])'
-NV=$(python3 -c "$findnv" 2>/dev/null || /usr/bin/python3 -c "$findnv" 2>/dev/null)
-if [ -z "$NV" ]; then
-  h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
-  [ -n "$h" ] && NV=$(dirname "$h")
-fi
-NV=${NV%/include}
-echo "NVSHMEM: ${NV:-not found}"
+find_nvshmem
 if [ -n "$NV" ] && [ -d "$NV/include" ]; then
   nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_nvshmem.cu" \
       -o "$B/bench_dev_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
@@ -86,40 +79,9 @@ fi
 if [ -e /tmp/nvidia-mps/control ]; then
   echo "note: a system MPS daemon (/tmp/nvidia-mps) is running; the no-MPS run would join it"
 fi
-MPSDIR=$(mktemp -d /tmp/devbench-mps-XXXXXX) || exit 1
-mkdir -p "$MPSDIR/pipe" "$MPSDIR/log"
-mps_quit() {
-  [ -n "${MPSDIR:-}" ] || return 0
-  local pid
-  pid=$(cat "$MPSDIR/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
-  if [ -e "$MPSDIR/pipe/control" ]; then
-    echo quit | CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log" \
-      timeout 20 nvidia-cuda-mps-control >/dev/null 2>&1
-  fi
-  for _ in $(seq 100); do # up to 10 s for the daemon (and its server) to go
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    echo "the MPS control daemon (pid $pid) did not quit; killing it"
-    kill -9 "$pid"
-  fi
-  cp -r "$MPSDIR/log" "$O/mps_log" 2>/dev/null
-  rm -rf "$MPSDIR"
-  MPSDIR=
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-}
 trap mps_quit EXIT
 trap 'exit 130' INT TERM
-export CUDA_MPS_PIPE_DIRECTORY="$MPSDIR/pipe" CUDA_MPS_LOG_DIRECTORY="$MPSDIR/log"
-nvidia-cuda-mps-control -d || { echo "could not start the MPS control daemon"; exit 1; }
-for _ in $(seq 100); do
-  [ -e "$MPSDIR/pipe/control" ] && break
-  sleep 0.1
-done
-if [ ! -e "$MPSDIR/pipe/control" ]; then
-  echo "the MPS control pipe did not appear in 10 s"; cat "$MPSDIR"/log/*.log 2>/dev/null; exit 1
-fi
+mps_start devbench || exit 1
 export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
 echo "== under MPS ($MPSDIR), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
 run_ushmem "$O/dev_ushmem_mps.txt" USHMEM_MPS=1

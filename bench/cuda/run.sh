@@ -10,16 +10,9 @@ B=${1:-build}
 MAX=${2:-1073741824}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$here/common.sh"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
-# nvidia.nvshmem is a namespace package: its folder is __path__[0].
-findnv='import nvidia.nvshmem as m; print(list(m.__path__)[0])'
-NV=$(python3 -c "$findnv" 2>/dev/null || /usr/bin/python3 -c "$findnv" 2>/dev/null)
-if [ -z "$NV" ]; then # (dirname of nothing would be ".", this checkout)
-  h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
-  [ -n "$h" ] && NV=$(dirname "$h")
-fi
-NV=${NV%/include}
-echo "NVSHMEM: ${NV:-not found}"
+find_nvshmem
 if [ "${MULTI_GPU:-0}" = 1 ]; then
   unset USHMEM_DEVICE LOCAL_RANK
   bind=() wrap=("$here/local_rank.sh")
