@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "transport/transport.h"
 #include "core/internal.h"
 
 void ushmemi_transport_describe(FILE *out);
@@ -38,7 +39,10 @@ int main(int argc, char **argv)
         if (shmem_my_pe() == 0) {
             printf("PE 0 of %d: routes\n", shmem_n_pes());
             for (int pe = 0; pe < shmem_n_pes(); pe++)
-                printf("  PE %-4d %s\n", pe, ushmemi_pe_transport_name(pe));
+                printf("  PE %-4d host memory: %-6s device heap: %s\n", pe,
+                       ushmemi_pe_transport_name(pe), ushmemi_pe_dev_transport_name(pe));
+            if (ushmemi_proxy_tl && ushmemi_proxy_tl->describe)
+                printf("proxy: %s\n", ushmemi_proxy_tl->describe());
             shmemx_dev_t d;
             if (ushmemi_g.cuda_active && shmemx_dev_get(&d) == 0) {
                 const char *why = shmemx_dev_why();

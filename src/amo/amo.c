@@ -47,24 +47,35 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
         }                                                                                          \
     } while (0)
 
-/* mpi hook: the AMO through the job's unmapped transport (see the top). */
-static uint64_t amo_remote(ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
-                           uint64_t cond, int pe, const char *call)
-{
-    ushmemi_amo_desc_t d = {
-        .op = op, .dtype = dtype, .remote = dest, .value = value, .cond = cond, .pe = pe};
-    int rc = ushmemi_remote_tl->amo(&d);
-    if (USHMEMI_UNLIKELY(rc))
-        ushmemi_fatal(call, "atomic on PE %d (transport %s): %s", pe, ushmemi_remote_tl->name,
-                      rc == USHMEM_EUNSUPPORTED ? "not supported on this memory" /* device heap */
-                                                : ushmemi_strerror(rc));
-    return d.result;
-}
-
 _Noreturn static void amo_unmapped(int pe, const char *call)
 {
     ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
                   ushmemi_pe_transport_name(pe));
+}
+
+/* The AMO through transport t: the job's unmapped transport for host memory
+ * (see the top), the proxy for device heaps of unmapped peers, which runs it
+ * as a GPU atomic where the word lives. */
+static uint64_t amo_via(const ushmemi_transport_ops_t *t, ushmemi_amo_op_t op, int dtype,
+                        void *dest, uint64_t value, uint64_t cond, int pe, const char *call)
+{
+    if (!t)
+        amo_unmapped(pe, call);
+    ushmemi_amo_desc_t d = {
+        .op = op, .dtype = dtype, .remote = dest, .value = value, .cond = cond, .pe = pe};
+    int rc = t->amo(&d);
+    if (USHMEMI_UNLIKELY(rc))
+        ushmemi_fatal(call, "atomic on PE %d (transport %s): %s", pe, t->name,
+                      rc == USHMEM_EUNSUPPORTED ? "not supported on this memory"
+                                                : ushmemi_strerror(rc));
+    return d.result;
+}
+
+/* mpi hook: the AMO through the job's unmapped transport (see the top). */
+static uint64_t amo_remote(ushmemi_amo_op_t op, int dtype, void *dest, uint64_t value,
+                           uint64_t cond, int pe, const char *call)
+{
+    return amo_via(ushmemi_remote_tl, op, dtype, dest, value, cond, pe, call);
 }
 
 /* Signed and unsigned, int and float of one size are the same bit operation
@@ -81,8 +92,8 @@ uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl)) { /* mpi hook: every host AMO of the job */
         if (!ushmemi_cuda_is_sym(dest))
             return amo_remote(op, dtype, dest, value, cond, pe, call);
-        if (!r)
-            amo_unmapped(pe, call);
+        if (!r) /* device heap of an unmapped peer: the proxy */
+            return amo_via(ushmemi_route(dest, pe), op, dtype, dest, value, cond, pe, call);
     }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(dest)) /* cuda hook */
         return ushmemi_cuda_amo(op, size, r, value, cond, call);
@@ -114,13 +125,16 @@ void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl)) { /* mpi hook: signals are AMOs too */
         if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
             ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+        ushmemi_amo_op_t op = sig_op == SHMEM_SIGNAL_SET ? USHMEMI_AMO_SET : USHMEMI_AMO_ADD;
         if (!ushmemi_cuda_is_sym(sig_addr)) {
-            amo_remote(sig_op == SHMEM_SIGNAL_SET ? USHMEMI_AMO_SET : USHMEMI_AMO_ADD,
-                       USHMEMI_DT(USHMEMI_KIND_UINT, 8), sig_addr, signal, 0, pe, call);
+            amo_remote(op, USHMEMI_DT(USHMEMI_KIND_UINT, 8), sig_addr, signal, 0, pe, call);
             return;
         }
-        if (!r)
-            amo_unmapped(pe, call);
+        if (!r) { /* device heap of an unmapped peer: the proxy */
+            amo_via(ushmemi_route(sig_addr, pe), op, USHMEMI_DT(USHMEMI_KIND_UINT, 8), sig_addr,
+                    signal, 0, pe, call);
+            return;
+        }
     }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(sig_addr) && /* cuda hook */
         (sig_op == SHMEM_SIGNAL_SET || sig_op == SHMEM_SIGNAL_ADD)) {
@@ -144,6 +158,27 @@ void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nby
     (void)nbi;
     if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
         ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+    int wpe = ushmemi_ctx_pe(ctx, pe, call);
+    if (USHMEMI_UNLIKELY(ushmemi_proxy_tl) && nbytes && !ushmemi_xlate(dest, wpe)) {
+        /* dest is not mapped: the transport that carries the data must have
+         * completed it before the signal, unless it carries both in order */
+        const ushmemi_transport_ops_t *t = ushmemi_route(dest, wpe);
+        uint64_t *sr = (uint64_t *)amo_target(sig_addr, sizeof *sig_addr, wpe, call);
+        if (t && t->put_signal && !sr && ushmemi_route(sig_addr, wpe) == t) {
+            if (ushmemi_seg_of(dest, nbytes) < 0)
+                ushmemi_fatal(call, "%zu bytes at %p are not symmetric memory", nbytes, dest);
+            int rc = t->put_signal(dest, src, nbytes, sig_addr, signal, sig_op, wpe);
+            if (rc)
+                ushmemi_fatal(call, "PE %d (transport %s): %s", wpe, t->name,
+                              ushmemi_strerror(rc));
+            return;
+        }
+        ushmemi_put(ctx, dest, src, nbytes, pe, call);
+        if (t && t->quiet())
+            ushmemi_fatal(call, "completing the data for PE %d failed", wpe);
+        ushmemi_signal_op(ctx, sig_addr, signal, sig_op, pe, call);
+        return;
+    }
     ushmemi_put(ctx, dest, src, nbytes, pe, call);
     atomic_thread_fence(memory_order_seq_cst);
     ushmemi_signal_op(ctx, sig_addr, signal, sig_op, pe, call);

@@ -26,6 +26,15 @@ const struct ushmemi_transport_ops *ushmemi_peer_transport(int pe);
  * (CPU and MPI atomics are not atomic with each other: docs/mpi.md), quiet and
  * fence flush it, and wait loops drive its progress. NULL: shm/cuda only. */
 extern const struct ushmemi_transport_ops *ushmemi_remote_tl __attribute__((visibility("hidden")));
+/* The staged proxy (src/transport/proxy) when attached: device heaps of
+ * unmapped peers. quiet and fence complete it too. NULL: none. */
+extern const struct ushmemi_transport_ops *ushmemi_proxy_tl __attribute__((visibility("hidden")));
+/* The transport that reaches sym (a symmetric address of this PE) on pe when
+ * pe's copy is not mapped here: by the memory's kind (device heap: the
+ * proxy; host: mpi). NULL: none does. */
+const struct ushmemi_transport_ops *ushmemi_route(const void *sym, int pe);
+/* "cuda", "proxy" or "none": how pe's device heap is reached ("-": no device heap). */
+const char *ushmemi_pe_dev_transport_name(int pe);
 
 /* Teams (src/core/team.c): SHMEM_TEAM_WORLD / SHMEM_TEAM_SHARED live here. */
 int ushmemi_teams_init(const char *call);

@@ -19,7 +19,61 @@ static const ushmemi_transport_ops_t *const all_transports[] = {
 static const ushmemi_transport_ops_t *active[NTRANSPORTS];
 static size_t nactive;
 static const ushmemi_transport_ops_t **peer_tl;   /* [n_pes] host memory route */
+static const ushmemi_transport_ops_t **peer_dev;  /* [n_pes] device heap route when unmapped */
 const ushmemi_transport_ops_t *ushmemi_remote_tl; /* mpi hook: see core.h */
+const ushmemi_transport_ops_t *ushmemi_proxy_tl;  /* see core.h */
+
+/* The staged proxy joins wherever the mpi transport is active (every PE
+ * agrees on that, and its attach is collective). Device heaps that the cuda
+ * transport did not map (PEs on other hosts) are reached through it; with
+ * USHMEM_PROXY_HOST (testing) unmapped host memory too, and then it also
+ * carries every AMO of the job, so they all run where their word lives. */
+static int proxy_attach(const char *call)
+{
+    const ushmemi_transport_ops_t *p = ushmemi_proxy_ops();
+    int n = ushmemi_g.n_pes, rc;
+    if (!p) {
+        ushmemi_error(call, "the staged proxy is in the MPI module, which cannot be loaded");
+        return USHMEM_EUNSUPPORTED;
+    }
+    peer_dev = calloc((size_t)n, sizeof *peer_dev);
+    if (!peer_dev)
+        return USHMEM_ENOMEM;
+    if ((rc = p->init()) != 0)
+        goto undo_alloc;
+    if ((rc = p->attach()) != 0)
+        goto undo_init;
+    const ushmemi_seg_t *dev = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
+    for (int pe = 0; pe < n; pe++) {
+        if (dev->size && dev->peer && !dev->peer[pe] && p->reachable(pe, USHMEMI_MEM_DEVICE))
+            peer_dev[pe] = p;
+        if (ushmemi_env.proxy_host && !(peer_tl[pe]->caps & USHMEMI_CAP_MAP) &&
+            p->reachable(pe, USHMEMI_MEM_HOST))
+            peer_tl[pe] = p;
+    }
+    if (ushmemi_env.proxy_host && ushmemi_remote_tl)
+        ushmemi_remote_tl = p;
+    ushmemi_proxy_tl = p;
+    ushmemi_debug(call, "device heaps of unmapped PEs: %s", p->describe ? p->describe() : p->name);
+    return 0;
+undo_init:
+    p->fini();
+undo_alloc:
+    free(peer_dev);
+    peer_dev = NULL;
+    return rc;
+}
+
+static void proxy_detach(void)
+{
+    if (ushmemi_proxy_tl) {
+        ushmemi_proxy_tl->detach();
+        ushmemi_proxy_tl->fini();
+    }
+    ushmemi_proxy_tl = NULL;
+    free(peer_dev);
+    peer_dev = NULL;
+}
 
 static const ushmemi_transport_ops_t *find_transport(const char *name, size_t len)
 {
@@ -179,6 +233,14 @@ int ushmemi_transports_init(const char *call)
         goto undo;
     }
     ushmemi_remote_tl = (any & AGREE_MPI) ? unmapped : NULL;
+    if (mpi_is_active()) { /* the same answer on every PE: agreed above */
+        rc = proxy_attach(call);
+        if (rc) {
+            ushmemi_remote_tl = NULL;
+            i = nactive;
+            goto undo;
+        }
+    }
     return 0;
 undo:
     while (i-- > 0) {
@@ -194,6 +256,7 @@ undo:
 void ushmemi_transports_fini(void)
 {
     ushmemi_remote_tl = NULL; /* mpi hook */
+    proxy_detach();
     for (size_t i = nactive; i-- > 0;) {
         active[i]->detach();
         active[i]->fini();
@@ -212,6 +275,23 @@ int ushmemi_pe_reachable(int pe)
 const ushmemi_transport_ops_t *ushmemi_peer_transport(int pe)
 {
     return peer_tl ? peer_tl[pe] : NULL;
+}
+
+const ushmemi_transport_ops_t *ushmemi_route(const void *sym, int pe)
+{
+    if (ushmemi_cuda_is_sym(sym))
+        return peer_dev ? peer_dev[pe] : NULL;
+    return peer_tl ? peer_tl[pe] : NULL;
+}
+
+const char *ushmemi_pe_dev_transport_name(int pe)
+{
+    const ushmemi_seg_t *dev = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
+    if (!dev->size || !dev->peer)
+        return "-";
+    if (dev->peer[pe])
+        return "cuda";
+    return peer_dev && peer_dev[pe] ? peer_dev[pe]->name : "none";
 }
 
 const char *ushmemi_pe_transport_name(int pe)

@@ -44,7 +44,7 @@ static inline char *remote_addr(const void *addr, size_t n, int pe, const char *
             if (off < seg->size) {
                 if (USHMEMI_LIKELY(n <= seg->size - off && seg->peer[pe]))
                     return seg->peer[pe] + off;
-                if (n <= seg->size - off && ushmemi_remote_tl)
+                if (n <= seg->size - off && (ushmemi_remote_tl || ushmemi_proxy_tl))
                     return NULL; /* mpi hook: not mapped here: rma_remote() moves it */
                 break;
             }
@@ -53,30 +53,36 @@ static inline char *remote_addr(const void *addr, size_t n, int pe, const char *
     rma_fail(addr, n, pe, call);
 }
 
-/* mpi hook: pe's memory is not mapped here (remote_addr() said NULL): move
- * the bytes with pe's transport. Blocking unless nbi (then: at quiet). */
-static void rma_remote(int is_put, void *sym, void *local, size_t n, int pe, int nbi,
-                       const char *call)
+/* pe's memory is not mapped here (remote_addr() said NULL): move the bytes
+ * with the transport that reaches that memory on pe (host: mpi; device heap:
+ * the proxy). Blocking unless nbi (then: at quiet). */
+static const ushmemi_transport_ops_t *rma_remote(int is_put, void *sym, void *local, size_t n,
+                                                 int pe, int nbi, const char *call)
 {
-    const ushmemi_transport_ops_t *t = ushmemi_peer_transport(pe);
+    const ushmemi_transport_ops_t *t = ushmemi_route(sym, pe);
     int rc = !t || !t->put ? USHMEM_EUNREACH
              : is_put      ? t->put(sym, local, n, pe, nbi)
                            : t->get(local, sym, n, pe, nbi);
     if (USHMEMI_UNLIKELY(rc))
-        ushmemi_fatal(call, "PE %d (transport %s): %s", pe, ushmemi_pe_transport_name(pe),
-                      rc == USHMEM_EUNSUPPORTED
+        ushmemi_fatal(call, "PE %d (transport %s): %s", pe,
+                      t ? t->name : ushmemi_pe_transport_name(pe),
+                      rc == USHMEM_EUNREACH && ushmemi_cuda_is_sym(sym)
+                          ? "its device heap is not reachable from here"
+                      : rc == USHMEM_EUNSUPPORTED
                           ? "only its host heap and globals are reachable from here"
                           : ushmemi_strerror(rc));
+    return t;
 }
 
-/* mpi hook: strided blocks to or from an unmapped peer, complete on return. */
+/* Strided blocks to or from an unmapped peer, complete on return. */
 static void rma_remote_strided(int is_put, char *sym, char *local, size_t sym_step,
                                size_t local_step, size_t width, size_t nblocks, int pe,
                                const char *call)
 {
+    const ushmemi_transport_ops_t *t = NULL;
     for (size_t b = 0; b < nblocks; b++)
-        rma_remote(is_put, sym + b * sym_step, local + b * local_step, width, pe, 1, call);
-    if (ushmemi_remote_tl->quiet())
+        t = rma_remote(is_put, sym + b * sym_step, local + b * local_step, width, pe, 1, call);
+    if (t && t->quiet())
         ushmemi_fatal(call, "completing strided transfers to PE %d failed", pe);
 }
 
@@ -320,6 +326,9 @@ void ushmemi_quiet(shmem_ctx_t ctx)
         ushmemi_cuda_quiet();
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && ushmemi_remote_tl->quiet()) /* mpi hook */
         ushmemi_fatal("shmem_quiet", "completing transfers to unmapped peers failed");
+    if (USHMEMI_UNLIKELY(ushmemi_proxy_tl) && ushmemi_proxy_tl != ushmemi_remote_tl &&
+        ushmemi_proxy_tl->quiet())
+        ushmemi_fatal("shmem_quiet", "completing transfers through the proxy failed");
     atomic_thread_fence(memory_order_seq_cst);
 }
 
@@ -329,6 +338,9 @@ void ushmemi_fence(shmem_ctx_t ctx)
     /* mpi hook: MPI orders nothing between flushes, so fence flushes too */
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && ushmemi_remote_tl->fence())
         ushmemi_fatal("shmem_fence", "ordering transfers to unmapped peers failed");
+    if (USHMEMI_UNLIKELY(ushmemi_proxy_tl) && ushmemi_proxy_tl != ushmemi_remote_tl &&
+        ushmemi_proxy_tl->fence())
+        ushmemi_fatal("shmem_fence", "ordering transfers through the proxy failed");
     atomic_thread_fence(memory_order_seq_cst);
 }
 

@@ -23,6 +23,8 @@ typedef struct ushmemi_transport_ops {
     unsigned caps;
     /* Why the transport cannot be used here (NULL when usable); for ushmem_info. */
     const char *(*unusable_reason)(void);
+    /* How it works here, for ushmem_info and SHMEM_DEBUG (may be NULL). */
+    const char *(*describe)(void);
     int (*init)(void);
     void (*fini)(void);
     int (*reachable)(int pe, ushmemi_mem_kind_t kind);
@@ -34,6 +36,10 @@ typedef struct ushmemi_transport_ops {
     int (*put)(void *remote_dest, const void *src, size_t n, int pe, int nbi);
     int (*get)(void *dest, const void *remote_src, size_t n, int pe, int nbi);
     int (*amo)(ushmemi_amo_desc_t *desc);
+    /* Data, then the signal (SHMEM_SIGNAL_SET/ADD) on the same PE, in that
+     * order; NULL: the core puts, completes, then signals. */
+    int (*put_signal)(void *remote_dest, const void *src, size_t n, uint64_t *sig, uint64_t signal,
+                      int sig_op, int pe);
     int (*fence)(void);
     int (*quiet)(void);
     void (*progress)(void);

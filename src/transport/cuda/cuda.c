@@ -710,6 +710,21 @@ int ushmemi_cuda_is_device(const void *p)
     return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
 }
 
+void *ushmemi_cuda_host_alloc(size_t n)
+{
+    void *p = NULL;
+    if (!ushmemi_g.cuda_active)
+        return NULL;
+    ushmemi_cuda_ctx();
+    return ushmemi_cu.cuMemHostAlloc(&p, n, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS ? p : NULL;
+}
+
+void ushmemi_cuda_host_free(void *p)
+{
+    if (p)
+        ushmemi_cu.cuMemFreeHost(p);
+}
+
 /* Blocking unless nbi: then complete at the next quiet. */
 static void internal_copy(void *d, const void *s, size_t n, int nbi, const char *call)
 {

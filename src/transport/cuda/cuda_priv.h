@@ -91,7 +91,6 @@ CUfunction ushmemi_cuda_kernel(const char *name, const char *call);
 CUfunction ushmemi_cuda_fixed(int k, const char *call);
 
 /* Local (not necessarily symmetric) pointer: 1 if it is device memory. */
-int ushmemi_cuda_is_device(const void *p);
 
 /* Stream-ordered sync among team members (stream.c). */
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call);

@@ -34,6 +34,13 @@ static inline int ushmemi_cuda_is_sym(const void *addr)
     return (uintptr_t)addr - (uintptr_t)seg->base < seg->size;
 }
 
+/* p is device memory: in the device heap, or any CUDA device allocation. */
+int ushmemi_cuda_is_device(const void *p);
+
+/* Page-locked host memory (cuMemHostAlloc), or NULL when CUDA is off or it fails. */
+void *ushmemi_cuda_host_alloc(size_t n);
+void ushmemi_cuda_host_free(void *p);
+
 /* Why pe's device heap is not mapped here, when the reason is that its GPU
  * cannot be reached from ours (no peer access); NULL otherwise. */
 const char *ushmemi_cuda_unmapped_why(int pe);

@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_module.h"
+#include "transport/proxy/hands.h"
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const ushmemi_mpi_module_t *mod;
@@ -32,6 +33,11 @@ static const ushmemi_mpi_core_t core_table = {
     .env = &ushmemi_env,
     .error = ushmemi_error,
     .debug = ushmemi_debug,
+    .local_copy = ushmemi_proxy_local_copy,
+    .local_amo = ushmemi_proxy_local_amo,
+    .bounce_alloc = ushmemi_proxy_bounce_alloc,
+    .bounce_free = ushmemi_proxy_bounce_free,
+    .is_device = ushmemi_proxy_is_device,
 };
 
 /* 0: loaded; 1: not there (try the next place); -1: there but unusable. */
@@ -134,6 +140,11 @@ void ushmemi_mpi_describe(FILE *out)
         return;
     }
     fprintf(out, "  %-6s usable: %s (module %s)\n", "mpi", mod->library_version(), mod_path);
+}
+
+const ushmemi_transport_ops_t *ushmemi_proxy_ops(void)
+{
+    return ushmemi_mpi_load(&(const char *){NULL}) ? NULL : mod->proxy;
 }
 
 /* ---- the transport, forwarded ---- */

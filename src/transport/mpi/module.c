@@ -87,10 +87,11 @@ static const ushmemi_mpi_module_t module = {
     .library_version = library_version,
     .bootstrap_init = ushmemi_mpi_bootstrap,
     .transport = &ushmemi_mpi_transport_ops,
+    .proxy = &ushmemi_proxy_transport_ops,
 };
 
-MODULE_API const ushmemi_mpi_module_t *ushmem_mpi_module_v3(const ushmemi_mpi_core_t *core);
-MODULE_API const ushmemi_mpi_module_t *ushmem_mpi_module_v3(const ushmemi_mpi_core_t *core)
+MODULE_API const ushmemi_mpi_module_t *ushmem_mpi_module_v4(const ushmemi_mpi_core_t *core);
+MODULE_API const ushmemi_mpi_module_t *ushmem_mpi_module_v4(const ushmemi_mpi_core_t *core)
 {
     if (!core || core->abi != USHMEMI_MPI_ABI || core->state_size != sizeof(ushmemi_state_t) ||
         core->env_size != sizeof(ushmemi_env_t))

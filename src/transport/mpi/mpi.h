@@ -14,6 +14,10 @@
  * and says why it cannot be used (NULL when it can). */
 extern const ushmemi_transport_ops_t ushmemi_transport_mpi;
 
+/* The staged proxy's ops (src/transport/proxy/staged.c, in the module), or
+ * NULL when the module cannot be loaded. */
+const ushmemi_transport_ops_t *ushmemi_proxy_ops(void);
+
 /* Load the module (once). 0, or USHMEM_EUNSUPPORTED with *why set to a
  * sentence naming what was tried and what failed. */
 int ushmemi_mpi_load(const char **why);

@@ -16,8 +16,8 @@
 #include "core/state.h"
 #include "transport/transport.h"
 
-#define USHMEMI_MPI_ABI       3u
-#define USHMEMI_MPI_ENTRY     "ushmem_mpi_module_v3"
+#define USHMEMI_MPI_ABI       4u
+#define USHMEMI_MPI_ENTRY     "ushmem_mpi_module_v4"
 #define USHMEMI_MPI_FILE_NAME "libushmem_mpi.so"
 
 /* What the core lends the module. */
@@ -28,6 +28,20 @@ typedef struct {
     const ushmemi_env_t *env;
     void (*error)(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
     void (*debug)(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
+    /* The staged proxy's hands on this PE's memory (src/transport/proxy). A
+     * symmetric address of this PE, or any local buffer (host or device
+     * memory): copies complete on return. The AMO runs where the word's home
+     * is: a GPU atomic on the device heap, a CPU atomic on host memory. Bad
+     * input or a failing CUDA call ends the job with a line. */
+    void (*local_copy)(void *dst, const void *src, size_t n, const char *call);
+    uint64_t (*local_amo)(ushmemi_amo_op_t op, int dtype, void *sym, uint64_t value, uint64_t cond,
+                          const char *call);
+    /* Bounce buffers: page-locked when CUDA is active (copies to and from
+     * the device heap run at full speed and asynchronously), else malloc. */
+    void *(*bounce_alloc)(size_t n);
+    void (*bounce_free)(void *p);
+    /* 1 when addr is device memory (symmetric or not). */
+    int (*is_device)(const void *addr);
 } ushmemi_mpi_core_t;
 
 /* What the module offers. */
@@ -42,6 +56,8 @@ typedef struct {
     int (*bootstrap_init)(ushmemi_bootstrap_t *bs, const char *call);
     /* The mpi transport (ops for unmapped peers: put, get, amo, quiet...). */
     const ushmemi_transport_ops_t *transport;
+    /* The staged proxy (src/transport/proxy): device heaps of unmapped peers. */
+    const ushmemi_transport_ops_t *proxy;
 } ushmemi_mpi_module_t;
 
 typedef const ushmemi_mpi_module_t *(*ushmemi_mpi_entry_fn)(const ushmemi_mpi_core_t *core);

@@ -32,6 +32,7 @@ void ushmemi_mpi_comm_release(void);
 int ushmemi_mpi_fail(const char *call, const char *what, int mpi_rc);
 
 extern const ushmemi_transport_ops_t ushmemi_mpi_transport_ops;
+extern const ushmemi_transport_ops_t ushmemi_proxy_transport_ops; /* src/transport/proxy */
 int ushmemi_mpi_bootstrap(ushmemi_bootstrap_t *bs, const char *call);
 
 #endif

@@ -1,0 +1,93 @@
+/* The staged proxy's hands on this PE's own memory (core side).
+ *
+ * The proxy itself lives in libushmem_mpi.so (staged.c) and cannot see the
+ * core's hidden symbols; these functions reach it through the module table
+ * (mpi_module.h). They are the memory-kind layer: device heap and CUDA
+ * buffers move with the cuda transport's copies and atomics, host memory
+ * with memcpy and CPU atomics. An AMO executes where its word lives, so AMOs
+ * that arrive through the proxy stay atomic with those of mapped peers and of
+ * kernels (the device heap: GPU atomics; host memory: CPU atomics). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "transport/cuda/devmem.h"
+#include "transport/proxy/hands.h"
+
+void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *call)
+{
+    if (n == 0)
+        return;
+    if (ushmemi_g.cuda_active) {
+        int dst_dev = ushmemi_cuda_is_device(dst);
+        /* cuda_put copies when either side is device memory (dst_dev says
+         * so for dst; it looks at src itself). */
+        if (ushmemi_cuda_put(dst, src, n, dst_dev, 0, call))
+            return;
+    }
+    memcpy(dst, src, n);
+}
+
+#define HOST_AMO(T)                                                                                \
+    do {                                                                                           \
+        T *p = (T *)sym, v = (T)value, c = (T)cond;                                                \
+        switch (op) {                                                                              \
+        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST);             \
+        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                  \
+        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);       \
+        case USHMEMI_AMO_CSWAP:                                                                    \
+            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
+            return (uint64_t)c;                                                                    \
+        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);           \
+        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);         \
+        }                                                                                          \
+    } while (0)
+
+uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint64_t value,
+                                 uint64_t cond, const char *call)
+{
+    size_t size = USHMEMI_DT_SIZE(dtype);
+    if ((size != 4 && size != 8) || (uintptr_t)sym % size)
+        ushmemi_fatal(call, "proxy: bad atomic (%zu bytes at %p)", size, sym);
+    if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym))
+        return ushmemi_cuda_amo(op, size, sym, value, cond, call);
+    if (size == 4)
+        HOST_AMO(uint32_t);
+    else
+        HOST_AMO(uint64_t);
+    ushmemi_fatal(call, "proxy: unknown atomic operation %d", (int)op);
+}
+
+/* A 64-byte header remembers which allocator made the block. */
+#define BOUNCE_HDR 64
+void *ushmemi_proxy_bounce_alloc(size_t n)
+{
+    int pinned = 1;
+    char *p = ushmemi_cuda_host_alloc(n + BOUNCE_HDR);
+    if (!p) {
+        pinned = 0;
+        p = aligned_alloc(BOUNCE_HDR, (n + 2 * BOUNCE_HDR - 1) / BOUNCE_HDR * BOUNCE_HDR);
+    }
+    if (!p)
+        return NULL;
+    *(int *)p = pinned;
+    return p + BOUNCE_HDR;
+}
+
+void ushmemi_proxy_bounce_free(void *q)
+{
+    if (!q)
+        return;
+    char *p = (char *)q - BOUNCE_HDR;
+    if (*(int *)p)
+        ushmemi_cuda_host_free(p);
+    else
+        free(p);
+}
+
+int ushmemi_proxy_is_device(const void *addr)
+{
+    return ushmemi_g.cuda_active && ushmemi_cuda_is_device(addr);
+}

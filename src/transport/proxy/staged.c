@@ -1,0 +1,544 @@
+/* Staged proxy (part of libushmem_mpi.so): the device heaps of PEs this
+ * process does not map (other hosts), over any MPI, CUDA-aware or not.
+ *
+ * Every PE runs one proxy thread. It keeps NRECV receives posted on a private
+ * communicator, each into a bounce buffer (page-locked when CUDA is active),
+ * and carries out what arrives on its own memory: a put is copied from the
+ * bounce buffer into the device heap, a get copied out and sent back, an AMO
+ * executed where the word lives (a GPU atomic on the device heap), so it
+ * stays atomic with the AMOs of mapped peers and of kernels.
+ *
+ * Why messages and not RMA windows over the bounce memory: a message arrives
+ * whole (a descriptor cannot be seen before its payload), and MPI does not
+ * let two messages from one sender on one communicator and tag overtake each
+ * other. The proxy handles receives in the order it posted them, so requests
+ * from one PE are applied in the order that PE issued them: a signal is
+ * applied after the data it follows, a get sees earlier puts, and fence costs
+ * nothing. Completion: a put returns once its bytes are in MPI's hands
+ * (OpenSHMEM asks no more of a blocking put); quiet sends a QUIET to every PE
+ * with puts in flight and waits for the answers, which the proxy sends only
+ * after every earlier request of that PE is in memory. Large transfers go as
+ * CHUNK-sized messages: while the proxy copies one into the device heap, MPI
+ * fills the other posted buffers (the staging copies pipeline with the
+ * transfer).
+ *
+ * Needs MPI_THREAD_MULTIPLE (the proxy thread and the application's threads
+ * call MPI at once); ushmem asks for it when it initializes MPI. */
+#ifdef USHMEM_MPI_MODULE /* only in libushmem_mpi.so; the core's source glob compiles nothing */
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shmem.h"
+#include "transport/mpi/mpi_priv.h"
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support; after mpi.h */
+#endif
+
+#define CALL       "proxy"
+#define CHUNK      ((size_t)1 << 20) /* payload bytes per message */
+#define NRECV      4                 /* receives the proxy keeps posted */
+#define INLINE_MAX ((size_t)8192)    /* smaller payloads are copied behind the header */
+
+enum { TAG_REQ = 1, TAG_REPLY0 = 64, NREPLY_TAGS = 16384 };
+enum { OP_PUT = 1, OP_PUT_SIGNAL, OP_GET, OP_AMO, OP_QUIET };
+
+typedef struct {
+    uint32_t op, seg;      /* OP_*, segment of the target address */
+    uint32_t reply_tag;    /* GET, AMO, QUIET: the tag the answer carries */
+    uint32_t dtype;        /* AMO */
+    uint32_t amo_op;       /* AMO: ushmemi_amo_op_t; PUT_SIGNAL: the signal's */
+    uint32_t sig_seg;      /* PUT_SIGNAL */
+    uint64_t off, len;     /* target offset in the segment, payload bytes */
+    uint64_t value, cond;  /* AMO operands; PUT_SIGNAL: the signal value */
+    uint64_t sig_off;      /* PUT_SIGNAL */
+} hdr_t;
+
+#define CORE (*ushmemi_mpi_core)
+
+static MPI_Comm pcomm = MPI_COMM_NULL;
+static int have_comm, attached;
+static const char *mode = "staged";
+static _Atomic unsigned next_tag;
+static _Atomic unsigned char *dirty; /* [n_pes]: puts in flight since the last quiet */
+static _Atomic int any_dirty;
+
+static pthread_t thread;
+static int thread_started;
+static _Atomic int thread_run;
+static char *rbuf[NRECV];
+static MPI_Request rreq[NRECV];
+static char *gbuf[2]; /* answers to gets, sent while the next part is copied */
+
+static int fail(const char *what, int rc)
+{
+    return ushmemi_mpi_fail(CALL, what, rc);
+}
+
+/* A request this PE cannot carry out: one line, then the job ends (the
+ * origin would otherwise wait for an answer forever). */
+_Noreturn USHMEMI_PRINTF(1, 2) static void die(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    MERR(CALL, "%s", line);
+    MPI_Abort(pcomm != MPI_COMM_NULL ? pcomm : MPI_COMM_WORLD, 1);
+    abort();
+}
+
+/* This PE's copy of [off, off+len) in segment seg, checked: the origin
+ * checked against its own segment table, which is the same everywhere. */
+static char *local_at(int from, uint32_t seg, uint64_t off, uint64_t len)
+{
+    if (seg >= USHMEMI_NSEG || off > G.seg[seg].size || len > G.seg[seg].size - off)
+        die("request from PE %d outside the symmetric memory (segment %u, offset %llu, %llu "
+            "bytes)",
+            from, seg, (unsigned long long)off, (unsigned long long)len);
+    return G.seg[seg].base + off;
+}
+
+/* Segment and offset of a symmetric address of this PE. */
+static int locate(const void *addr, size_t n, uint32_t *seg, uint64_t *off)
+{
+    for (int s = 0; s < USHMEMI_NSEG; s++) {
+        uintptr_t o = (uintptr_t)addr - (uintptr_t)G.seg[s].base;
+        if (o < G.seg[s].size && n <= G.seg[s].size - o) {
+            *seg = (uint32_t)s;
+            *off = o;
+            return 0;
+        }
+    }
+    return USHMEM_EINVAL;
+}
+
+/* ---- the proxy thread: carries out what other PEs ask of this PE ---- */
+
+static void serve_get(const hdr_t *h, int from)
+{
+    const char *src = local_at(from, h->seg, h->off, h->len);
+    MPI_Request sreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int k = 0;
+    for (uint64_t done = 0; done < h->len; done += CHUNK, k ^= 1) {
+        size_t c = h->len - done < CHUNK ? (size_t)(h->len - done) : CHUNK;
+        MPI_Wait(&sreq[k], MPI_STATUS_IGNORE); /* its buffer is free again */
+        CORE.local_copy(gbuf[k], src + done, c, CALL);
+        int rc = MPI_Isend(gbuf[k], (int)c, MPI_BYTE, from, (int)h->reply_tag, pcomm, &sreq[k]);
+        if (rc != MPI_SUCCESS)
+            die("answering a get of PE %d failed (MPI error %d)", from, rc);
+    }
+    MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
+}
+
+static void serve(const char *msg, int bytes, int from)
+{
+    hdr_t h;
+    if (bytes < (int)sizeof h)
+        die("short request (%d bytes) from PE %d", bytes, from);
+    memcpy(&h, msg, sizeof h);
+    const char *payload = msg + sizeof h;
+    uint64_t result = 0;
+    switch (h.op) {
+    case OP_PUT:
+    case OP_PUT_SIGNAL:
+        if ((uint64_t)bytes - sizeof h != h.len)
+            die("put from PE %d: %llu bytes announced, %d arrived", from,
+                (unsigned long long)h.len, bytes - (int)sizeof h);
+        CORE.local_copy(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL);
+        if (h.op == OP_PUT_SIGNAL) /* after the data: local_copy completed it */
+            CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
+                           local_at(from, h.sig_seg, h.sig_off, 8), h.value, 0, CALL);
+        return;
+    case OP_GET: serve_get(&h, from); return;
+    case OP_AMO:
+        result = CORE.local_amo((ushmemi_amo_op_t)h.amo_op, (int)h.dtype,
+                                local_at(from, h.seg, h.off, USHMEMI_DT_SIZE(h.dtype)), h.value,
+                                h.cond, CALL);
+        MPI_Send(&result, 8, MPI_BYTE, from, (int)h.reply_tag, pcomm);
+        return;
+    case OP_QUIET: /* every earlier request of this PE is in memory */
+        MPI_Send(NULL, 0, MPI_BYTE, from, (int)h.reply_tag, pcomm);
+        return;
+    default: die("unknown request %u from PE %d", h.op, from);
+    }
+}
+
+static int post(int i)
+{
+    return MPI_Irecv(rbuf[i], (int)(sizeof(hdr_t) + CHUNK), MPI_BYTE, MPI_ANY_SOURCE, TAG_REQ,
+                     pcomm, &rreq[i]);
+}
+
+/* Spins while busy; when nothing came for a while, sleeps, doubling up to
+ * USHMEM_PROXY_IDLE_US, so idle PEs leave the CPU to the application. */
+static void *proxy_main(void *arg)
+{
+    (void)arg;
+    int next = 0;
+    long idle = 0, nap_ns = 0, nap_max_ns = ENV.proxy_idle_us * 1000L;
+    while (atomic_load_explicit(&thread_run, memory_order_acquire)) {
+        int flag = 0, bytes = 0;
+        MPI_Status st;
+        MPI_Test(&rreq[next], &flag, &st);
+        if (!flag) {
+            if (++idle > 2000 && nap_max_ns > 0) {
+                nap_ns = nap_ns ? (nap_ns * 2 < nap_max_ns ? nap_ns * 2 : nap_max_ns) : 1000;
+                struct timespec ts = {0, nap_ns};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        idle = nap_ns = 0;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        serve(rbuf[next], bytes, st.MPI_SOURCE);
+        if (post(next) != MPI_SUCCESS)
+            die("reposting a receive failed");
+        next = (next + 1) % NRECV;
+    }
+    for (int i = 0; i < NRECV; i++) {
+        MPI_Cancel(&rreq[i]);
+        MPI_Wait(&rreq[i], MPI_STATUS_IGNORE);
+    }
+    return NULL;
+}
+
+/* ---- the origin: called by the application's threads ---- */
+
+static int new_tag(void)
+{
+    return TAG_REPLY0 + (int)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) %
+                              NREPLY_TAGS);
+}
+
+/* One request: the header and c payload bytes in one message. A payload in
+ * device memory is staged through host memory first; a large host payload
+ * goes without a copy, as one derived datatype over both pieces. */
+static int send_req(const hdr_t *h, const char *payload, size_t c, int pe)
+{
+    int rc;
+    if (c <= INLINE_MAX || CORE.is_device(payload)) {
+        size_t total = sizeof *h + c;
+        char small[sizeof(hdr_t) + INLINE_MAX];
+        char *buf = total <= sizeof small ? small : malloc(total);
+        if (!buf)
+            return USHMEM_ENOMEM;
+        memcpy(buf, h, sizeof *h);
+        CORE.local_copy(buf + sizeof *h, payload, c, CALL);
+        rc = MPI_Send(buf, (int)total, MPI_BYTE, pe, TAG_REQ, pcomm);
+        if (buf != small)
+            free(buf);
+    } else {
+        int lens[2] = {(int)sizeof *h, (int)c};
+        MPI_Aint disp[2];
+        MPI_Datatype types[2] = {MPI_BYTE, MPI_BYTE}, t;
+        MPI_Get_address(h, &disp[0]);
+        MPI_Get_address(payload, &disp[1]);
+        rc = MPI_Type_create_struct(2, lens, disp, types, &t);
+        if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
+            rc = MPI_Send(MPI_BOTTOM, 1, t, pe, TAG_REQ, pcomm);
+            MPI_Type_free(&t);
+        }
+    }
+    return rc == MPI_SUCCESS ? 0 : fail("sending a request to the proxy", rc);
+}
+
+static void mark_dirty(int pe)
+{
+    atomic_store_explicit(&dirty[pe], 1, memory_order_relaxed);
+    atomic_store_explicit(&any_dirty, 1, memory_order_release);
+}
+
+/* Puts (and a put-with-signal when sig is set: its last part carries it). */
+static int do_put(void *remote, const void *src, size_t n, int pe, const void *sig,
+                  uint64_t signal, int sig_op)
+{
+    hdr_t h;
+    memset(&h, 0, sizeof h);
+    if (locate(remote, n, &h.seg, &h.off))
+        return USHMEM_EINVAL;
+    if (sig) {
+        uint64_t soff;
+        if (locate(sig, 8, &h.sig_seg, &soff))
+            return USHMEM_EINVAL;
+        h.sig_off = soff;
+        h.amo_op = sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET;
+        h.value = signal;
+    }
+    uint64_t base = h.off;
+    size_t done = 0;
+    do {
+        size_t c = n - done < CHUNK ? n - done : CHUNK;
+        h.op = sig && done + c == n ? OP_PUT_SIGNAL : OP_PUT;
+        h.off = base + done;
+        h.len = c;
+        int rc = send_req(&h, (const char *)src + done, c, pe);
+        if (rc)
+            return rc;
+        done += c;
+    } while (done < n);
+    mark_dirty(pe);
+    return 0;
+}
+
+static int t_put(void *remote, const void *src, size_t n, int pe, int nbi)
+{
+    (void)nbi; /* complete locally either way; remotely at quiet */
+    return do_put(remote, src, n, pe, NULL, 0, 0);
+}
+
+static int t_put_signal(void *remote, const void *src, size_t n, uint64_t *sig, uint64_t signal,
+                        int sig_op, int pe)
+{
+    return do_put(remote, src, n, pe, sig, signal, sig_op);
+}
+
+/* Gets complete before returning (the _nbi form too: allowed, and simpler).
+ * Host destinations receive in place; device ones through two bounce halves. */
+static int t_get(void *dest, const void *remote, size_t n, int pe, int nbi)
+{
+    (void)nbi;
+    hdr_t h;
+    memset(&h, 0, sizeof h);
+    if (locate(remote, n, &h.seg, &h.off))
+        return USHMEM_EINVAL;
+    h.op = OP_GET;
+    h.len = n;
+    h.reply_tag = (uint32_t)new_tag();
+    size_t nparts = (n + CHUNK - 1) / CHUNK;
+    int dev = CORE.is_device(dest), rc = MPI_SUCCESS;
+    char *stage = dev ? malloc(n < CHUNK ? n : CHUNK) : NULL;
+    MPI_Request *req = dev ? NULL : malloc(nparts * sizeof *req);
+    if (dev ? !stage : !req) {
+        free(stage);
+        return USHMEM_ENOMEM;
+    }
+    for (size_t i = 0; !dev && i < nparts && rc == MPI_SUCCESS; i++) {
+        size_t c = n - i * CHUNK < CHUNK ? n - i * CHUNK : CHUNK;
+        rc = MPI_Irecv((char *)dest + i * CHUNK, (int)c, MPI_BYTE, pe, (int)h.reply_tag, pcomm,
+                       &req[i]);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
+    if (rc == MPI_SUCCESS && !dev)
+        rc = MPI_Waitall((int)nparts, req, MPI_STATUSES_IGNORE);
+    for (size_t i = 0; dev && i < nparts && rc == MPI_SUCCESS; i++) {
+        size_t c = n - i * CHUNK < CHUNK ? n - i * CHUNK : CHUNK;
+        rc = MPI_Recv(stage, (int)c, MPI_BYTE, pe, (int)h.reply_tag, pcomm, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS)
+            CORE.local_copy((char *)dest + i * CHUNK, stage, c, CALL);
+    }
+    free(stage);
+    free(req);
+    return rc == MPI_SUCCESS ? 0 : fail("get through the proxy", rc);
+}
+
+/* Mapped targets (and this PE) are done here, where the word lives; the
+ * others by their proxy: either way the same atomic instructions. */
+static int t_amo(ushmemi_amo_desc_t *d)
+{
+    size_t size = USHMEMI_DT_SIZE(d->dtype);
+    hdr_t h;
+    memset(&h, 0, sizeof h);
+    if (locate(d->remote, size, &h.seg, &h.off))
+        return USHMEM_EINVAL;
+    char *mapped = G.seg[h.seg].peer ? G.seg[h.seg].peer[d->pe] : NULL;
+    if (mapped) {
+        d->result = CORE.local_amo(d->op, d->dtype, mapped + h.off, d->value, d->cond, CALL);
+        return 0;
+    }
+    h.op = OP_AMO;
+    h.amo_op = (uint32_t)d->op;
+    h.dtype = (uint32_t)d->dtype;
+    h.value = d->value;
+    h.cond = d->cond;
+    h.reply_tag = (uint32_t)new_tag();
+    uint64_t result = 0;
+    MPI_Request req;
+    int rc = MPI_Irecv(&result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &req);
+    if (rc == MPI_SUCCESS && (rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, d->pe, TAG_REQ, pcomm)))
+        MPI_Cancel(&req);
+    int wrc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS)
+        rc = wrc;
+    if (rc != MPI_SUCCESS)
+        return fail("atomic through the proxy", rc);
+    d->result = size == 4 ? (uint32_t)result : result;
+    return 0;
+}
+
+/* A marked PE is unmarked before its QUIET goes out: a put issued by another
+ * thread meanwhile either precedes the QUIET or marks the PE again. */
+static int t_quiet(void)
+{
+    if (!attached || !atomic_exchange_explicit(&any_dirty, 0, memory_order_acq_rel))
+        return 0;
+    int n = G.n_pes, rc = MPI_SUCCESS, nreq = 0;
+    MPI_Request *req = malloc((size_t)n * sizeof *req);
+    if (!req)
+        return USHMEM_ENOMEM;
+    hdr_t h;
+    memset(&h, 0, sizeof h);
+    h.op = OP_QUIET;
+    for (int pe = 0; pe < n && rc == MPI_SUCCESS; pe++) {
+        if (!atomic_exchange_explicit(&dirty[pe], 0, memory_order_acq_rel))
+            continue;
+        h.reply_tag = (uint32_t)new_tag();
+        rc = MPI_Irecv(NULL, 0, MPI_BYTE, pe, (int)h.reply_tag, pcomm, &req[nreq]);
+        if (rc == MPI_SUCCESS) {
+            nreq++;
+            rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
+        }
+    }
+    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    free(req);
+    if (rc == MPI_SUCCESS)
+        rc = wrc;
+    return rc == MPI_SUCCESS ? 0 : fail("quiet through the proxy", rc);
+}
+
+static void t_progress(void)
+{
+}
+
+/* ---- setup ---- */
+
+static const char *cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    if (MPIX_Query_cuda_support())
+        return "staged (the MPI reports CUDA support; GPU-aware windows are not built yet)";
+#endif
+    return "staged (the MPI is not CUDA-aware)";
+}
+
+static int t_init(void)
+{
+    int rc = ushmemi_mpi_comm_setup(G.my_pe, G.n_pes, "shmem_init");
+    have_comm = rc == 0;
+    mode = cuda_aware();
+    return rc;
+}
+
+static void t_fini(void)
+{
+    if (have_comm)
+        ushmemi_mpi_comm_release();
+    have_comm = 0;
+}
+
+static int t_reachable(int pe, ushmemi_mem_kind_t kind)
+{
+    (void)pe;
+    return attached && (kind == USHMEMI_MEM_DEVICE || ENV.proxy_host);
+}
+
+static void t_detach(void)
+{
+    if (thread_started) {
+        atomic_store_explicit(&thread_run, 0, memory_order_release);
+        pthread_join(thread, NULL);
+        thread_started = 0;
+    }
+    for (int i = 0; i < NRECV; i++) {
+        CORE.bounce_free(rbuf[i]);
+        rbuf[i] = NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        CORE.bounce_free(gbuf[i]);
+        gbuf[i] = NULL;
+    }
+    free((void *)dirty);
+    dirty = NULL;
+    if (pcomm != MPI_COMM_NULL) {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized)
+            MPI_Comm_free(&pcomm);
+        pcomm = MPI_COMM_NULL;
+    }
+    attached = 0;
+}
+
+/* Collective (the communicator). */
+static int t_attach(void)
+{
+    static const char call[] = "shmem_init";
+    int level = MPI_THREAD_SINGLE, rc;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) {
+        MERR(call, "the staged proxy (device memory of PEs on other hosts) needs "
+                   "MPI_THREAD_MULTIPLE; this MPI was initialized with thread level %d",
+             level);
+        return USHMEM_EUNSUPPORTED;
+    }
+    rc = MPI_Comm_dup(ushmemi_mpi_comm, &pcomm);
+    if (rc != MPI_SUCCESS)
+        return fail("MPI_Comm_dup for the proxy", rc);
+    MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
+    dirty = calloc((size_t)G.n_pes, 1);
+    rc = dirty ? 0 : USHMEM_ENOMEM;
+    for (int i = 0; i < NRECV && !rc; i++)
+        rc = (rbuf[i] = CORE.bounce_alloc(sizeof(hdr_t) + CHUNK)) ? 0 : USHMEM_ENOMEM;
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = (gbuf[i] = CORE.bounce_alloc(CHUNK)) ? 0 : USHMEM_ENOMEM;
+    for (int i = 0; i < NRECV && !rc; i++)
+        if ((rc = post(i)) != MPI_SUCCESS)
+            rc = fail("posting the proxy's receives", rc);
+    if (!rc) {
+        sigset_t all, old;
+        sigfillset(&all); /* signals belong to the application's threads */
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        atomic_store(&thread_run, 1);
+        thread_started = pthread_create(&thread, NULL, proxy_main, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (!thread_started) {
+            MERR(call, "cannot start the proxy thread");
+            rc = USHMEM_ESYS;
+        }
+    }
+    if (rc) {
+        t_detach();
+        return rc;
+    }
+    attached = 1;
+    MDEBUG(call, "proxy: %s; %d receives of %zu KiB posted", mode, NRECV, CHUNK >> 10);
+    return 0;
+}
+
+static const char *t_unusable_reason(void)
+{
+    return NULL;
+}
+
+static const char *t_describe(void)
+{
+    return mode;
+}
+
+const ushmemi_transport_ops_t ushmemi_proxy_transport_ops = {
+    .name = "proxy",
+    .caps = USHMEMI_CAP_DEVICE,
+    .unusable_reason = t_unusable_reason,
+    .describe = t_describe,
+    .init = t_init,
+    .fini = t_fini,
+    .reachable = t_reachable,
+    .attach = t_attach,
+    .detach = t_detach,
+    .put = t_put,
+    .get = t_get,
+    .amo = t_amo,
+    .put_signal = t_put_signal,
+    .fence = t_quiet,
+    .quiet = t_quiet,
+    .progress = t_progress,
+};
+
+#endif /* USHMEM_MPI_MODULE */
