@@ -1,0 +1,60 @@
+#!/bin/bash
+# Issue 20 on a GPU machine, in one device call: build; the single-host CUDA
+# tests (regressions); the proxy test on the device heap with PEs on two
+# pretend hosts under mpirun (2, 3, 4 PEs; without and with a private MPS
+# daemon); the existing CUDA tests under mpirun on pretend hosts (which work
+# across hosts and which do not yet); routes; the proxy benchmark against
+# the MPI floor and a mapped peer.
+# usage: bench/cuda/proxy_gpu_run.sh [OUTDIR]     STAGES="single proxy cudamix bench"
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+O=${1:-${OUT:-/tmp/ushmem-proxygpu}}
+mkdir -p "$O"
+B=${USHMEM_GPU_BUILD:-$root/build-proxygpu}
+STAGES=${STAGES:-single proxy cudamix bench}
+has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+. "$root/bench/cuda/common.sh"
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; mpirun --version | head -1; nproc; } | tee "$O/info.txt"
+t0=$SECONDS
+cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$O/build.log" 2>&1 &&
+  cmake --build "$B" -j"$(nproc)" -- -k >>"$O/build.log" 2>&1 || grep -E "error|Error" "$O/build.log" | head -20
+echo "built in $((SECONDS - t0)) s"
+export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+if has single; then
+  (cd "$B" && timeout 240 ctest -R '^cuda/' -E 'kernel' --output-on-failure --timeout 150) >"$O/ctest_cuda.log" 2>&1
+  echo "== single-host CUDA tests (ushrun)"; grep -E "tests passed|\*\*\*Failed|Timeout" "$O/ctest_cuda.log"
+  (cd "$B" && timeout 200 ctest -R 'mpi_proxy|mpi/proxy/(rma|amo|signal)' --output-on-failure --timeout 100) >"$O/ctest_proxyhost.log" 2>&1
+  echo "== proxy on host memory (ctest)"; grep -E "tests passed|\*\*\*Failed|Timeout" "$O/ctest_proxyhost.log"
+fi
+if has proxy; then
+  echo "== mpi_proxy on the device heap, pretend hosts"
+  for n in 2 3 4; do
+    timeout 120 env USHMEM_FAKE_HOSTS=2 $MPIRUN -n $n "$B/tests/mpi/mpi_proxy" >"$O/proxy_np$n.log" 2>&1
+    echo "np$n: exit $? $(grep -E 'passed|differ|error|ushmem:' "$O/proxy_np$n.log" | head -3 | tr '\n' ' ')"
+  done
+  timeout 60 env USHMEM_FAKE_HOSTS=2 $MPIRUN -n 4 "$B/tools/ushmem_info" --peers >"$O/peers.txt" 2>&1
+  cat "$O/peers.txt" | head -12
+  trap mps_quit EXIT
+  if mps_start proxy; then
+    for n in 2 4; do
+      timeout 120 env USHMEM_FAKE_HOSTS=2 $MPIRUN -n $n "$B/tests/mpi/mpi_proxy" >"$O/proxy_mps_np$n.log" 2>&1
+      echo "MPS np$n: exit $? $(grep -E 'passed|differ|error' "$O/proxy_mps_np$n.log" | head -2 | tr '\n' ' ')"
+    done
+    mps_quit
+  fi
+fi
+if has cudamix; then
+  echo "== existing CUDA tests under mpirun, 4 PEs on 2 pretend hosts"
+  for t in cuda_heap cuda_coll cuda_stream cuda_coll_stream; do
+    timeout 100 env USHMEM_FAKE_HOSTS=2 USHMEM_TEST_QUICK=1 $MPIRUN --timeout 90 -n 4 "$B/tests/cuda/$t" >"$O/mix_$t.log" 2>&1
+    echo "$t: exit $? $(grep -m2 -E 'ushmem:|FAIL|differ|passed' "$O/mix_$t.log" | tr '\n' ' ' | cut -c1-300)"
+  done
+fi
+if has bench; then
+  unset USHMEM_DEVICE_HEAP_SIZE
+  USHMEM_DEVICE_HEAP_SIZE=1G timeout 280 bash "$root/bench/proxy_run.sh" "$B" "$O/bench" 268435456 >"$O/bench.md" 2>&1
+  echo "bench exit $?"; cat "$O/bench.md"
+fi
+echo "total $((SECONDS - t0)) s"
