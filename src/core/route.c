@@ -25,9 +25,10 @@ const ushmemi_transport_ops_t *ushmemi_proxy_tl;  /* see core.h */
 
 /* The staged proxy joins wherever the mpi transport is active (every PE
  * agrees on that, and its attach is collective). Device heaps that the cuda
- * transport did not map (PEs on other hosts) are reached through it; with
- * USHMEM_PROXY_HOST (testing) unmapped host memory too, and then it also
- * carries every AMO of the job, so they all run where their word lives. */
+ * transport did not map (PEs on other hosts) are reached through it; so is
+ * unmapped host memory when the MPI can make no RMA windows, or with
+ * USHMEM_PROXY_HOST (testing), and then it also carries every AMO of the
+ * job, so they all run where their word lives. */
 static int proxy_attach(const char *call)
 {
     const ushmemi_transport_ops_t *p = ushmemi_proxy_ops();
@@ -47,11 +48,12 @@ static int proxy_attach(const char *call)
     for (int pe = 0; pe < n; pe++) {
         if (dev->size && dev->peer && !dev->peer[pe] && p->reachable(pe, USHMEMI_MEM_DEVICE))
             peer_dev[pe] = p;
-        if (ushmemi_env.proxy_host && !(peer_tl[pe]->caps & USHMEMI_CAP_MAP) &&
-            p->reachable(pe, USHMEMI_MEM_HOST))
+        if (!(peer_tl[pe]->caps & USHMEMI_CAP_MAP) && p->reachable(pe, USHMEMI_MEM_HOST))
             peer_tl[pe] = p;
     }
-    if (ushmemi_env.proxy_host && ushmemi_remote_tl)
+    /* The same answer on every PE (USHMEM_PROXY_HOST, or an MPI that could
+     * create no windows anywhere): then the proxy is every AMO's way too. */
+    if (ushmemi_remote_tl && p->reachable(ushmemi_g.my_pe, USHMEMI_MEM_HOST))
         ushmemi_remote_tl = p;
     ushmemi_proxy_tl = p;
     ushmemi_debug(call, "device heaps of unmapped PEs: %s", p->describe ? p->describe() : p->name);

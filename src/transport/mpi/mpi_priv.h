@@ -33,6 +33,9 @@ int ushmemi_mpi_fail(const char *call, const char *what, int mpi_rc);
 
 extern const ushmemi_transport_ops_t ushmemi_mpi_transport_ops;
 extern const ushmemi_transport_ops_t ushmemi_proxy_transport_ops; /* src/transport/proxy */
+/* Why the mpi transport has no RMA windows (the MPI cannot create them over
+ * ordinary memory), or NULL when it has them. */
+const char *ushmemi_mpi_no_rma(void);
 int ushmemi_mpi_bootstrap(ushmemi_bootstrap_t *bs, const char *call);
 
 #endif

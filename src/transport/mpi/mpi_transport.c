@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,13 @@ static _Atomic int in_flight; /* _nbi operations issued since the last quiet */
  * one by one: Open MPI 4.1's osc/ucx MPI_Win_flush_all leaves gets
  * incomplete once about 64 are outstanding, MPI_Win_flush does not. */
 static _Atomic unsigned char *dirty[NWIN];
+/* Why there are no windows (this MPI cannot create them), or "". */
+static char no_rma[MPI_MAX_ERROR_STRING + 64];
+
+const char *ushmemi_mpi_no_rma(void)
+{
+    return no_rma[0] ? no_rma : NULL;
+}
 
 static int t_init(void)
 {
@@ -185,7 +193,8 @@ static int t_attach(void)
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "same_disp_unit", "true");
-    for (int w = 0; w < NWIN; w++) {
+    int ok = 1;
+    for (int w = 0; w < NWIN && ok; w++) {
         ushmemi_seg_t *seg = &G.seg[win_segs[w]];
         /* Collective: every PE agrees on which segments exist (sizes were
          * checked above and at heap setup). */
@@ -193,9 +202,13 @@ static int t_attach(void)
             continue;
         rc = MPI_Win_create(seg->base, (MPI_Aint)seg->size, 1, info, ushmemi_mpi_comm, &wins[w]);
         if (rc != MPI_SUCCESS) {
-            MPI_Info_free(&info);
-            t_detach();
-            return ushmemi_mpi_fail(call, "MPI_Win_create over the symmetric memory", rc);
+            char msg[MPI_MAX_ERROR_STRING] = "";
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            snprintf(no_rma, sizeof no_rma, "MPI_Win_create over the symmetric memory failed: %s",
+                     msg);
+            ok = 0;
+            break;
         }
         MPI_Win_set_errhandler(wins[w], MPI_ERRORS_RETURN);
         have_win[w] = 1;
@@ -210,6 +223,33 @@ static int t_attach(void)
             MPI_Info_free(&info);
             return ushmemi_mpi_fail(call, "MPI_Win_lock_all", rc);
         }
+    }
+    /* An MPI without RMA over ordinary memory (Open MPI 4 with neither UCX
+     * nor an RDMA-capable btl: osc/rdma and osc/sm refuse MPI_Win_create)
+     * still carries messages: then the staged proxy moves the host memory
+     * of other hosts too (src/transport/proxy). Every PE must decide alike. */
+    int all_ok = 0;
+    rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ushmemi_mpi_comm);
+    if (rc != MPI_SUCCESS) {
+        MPI_Info_free(&info);
+        t_detach();
+        return ushmemi_mpi_fail(call, "MPI_Allreduce", rc);
+    }
+    if (!all_ok) {
+        if (ok)
+            snprintf(no_rma, sizeof no_rma, "MPI_Win_create failed on another PE");
+        for (int w = 0; w < NWIN; w++) {
+            if (!have_win[w])
+                continue;
+            MPI_Win_unlock_all(wins[w]);
+            MPI_Win_free(&wins[w]);
+            have_win[w] = 0;
+            free((void *)dirty[w]);
+            dirty[w] = NULL;
+        }
+        MDEBUG(call, "mpi: no RMA windows (%s): the proxy carries host memory too", no_rma);
+    } else {
+        no_rma[0] = '\0';
     }
     MPI_Info_free(&info);
     warn_known_bugs(call);

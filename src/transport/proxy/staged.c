@@ -436,7 +436,7 @@ static void t_fini(void)
 static int t_reachable(int pe, ushmemi_mem_kind_t kind)
 {
     (void)pe;
-    return attached && (kind == USHMEMI_MEM_DEVICE || ENV.proxy_host);
+    return attached && (kind == USHMEMI_MEM_DEVICE || ENV.proxy_host || ushmemi_mpi_no_rma());
 }
 
 static void t_detach(void)
@@ -519,7 +519,12 @@ static const char *t_unusable_reason(void)
 
 static const char *t_describe(void)
 {
-    return mode;
+    static char buf[MPI_MAX_ERROR_STRING + 256];
+    const char *why = ushmemi_mpi_no_rma();
+    snprintf(buf, sizeof buf, "%s%s%s%s", mode,
+             why || ENV.proxy_host ? "; also host memory of unmapped PEs (" : "",
+             why ? why : ENV.proxy_host ? "USHMEM_PROXY_HOST" : "", why || ENV.proxy_host ? ")" : "");
+    return buf;
 }
 
 const ushmemi_transport_ops_t ushmemi_proxy_transport_ops = {
