@@ -169,8 +169,7 @@ void ushmemi_put_signal(shmem_ctx_t ctx, void *dest, const void *src, size_t nby
                 ushmemi_fatal(call, "%zu bytes at %p are not symmetric memory", nbytes, dest);
             int rc = t->put_signal(dest, src, nbytes, sig_addr, signal, sig_op, wpe);
             if (rc)
-                ushmemi_fatal(call, "PE %d (transport %s): %s", wpe, t->name,
-                              ushmemi_strerror(rc));
+                ushmemi_fatal(call, "PE %d (transport %s): %s", wpe, t->name, ushmemi_strerror(rc));
             return;
         }
         ushmemi_put(ctx, dest, src, nbytes, pe, call);

@@ -13,7 +13,9 @@
  * copies per PE, but only two log-depth syncs. Every collective ends with a
  * team sync (or the done-reading flags), so on return nobody still reads
  * this PE's source or dest and nobody writes into it: the PE may reuse them
- * and start the next collective at once. */
+ * and start the next collective at once. Device-heap buffers go to the GPU
+ * stream collectives (src/transport/cuda), or to staged.c when a member's
+ * device heap is not mapped here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +24,10 @@
 static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
                  int root_dest, const char *call)
 {
-    /* Device-heap buffers: on the GPU (both the team and the active-set form). */
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    /* Device-heap buffers: on the GPU (both the team and the active-set
+     * form), or staged when a member's device heap is not mapped here. */
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
@@ -34,6 +38,8 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
     }
     ushmemi_coll_sym(dest, nbytes, "dest", call);
     ushmemi_coll_sym(src, nbytes, "source", call);
+    if (staged)
+        return ushmemi_coll_staged_bcast(team, dest, src, nbytes, root, root_dest, call);
     int v = me - root < 0 ? me - root + n : me - root; /* rank relative to the root */
     if (nbytes == 0 || n == 1) {
         if (nbytes && root_dest && dest != src)
@@ -167,13 +173,16 @@ int ushmemi_broadcast(shmem_team_t team, void *dest, const void *src, size_t nby
 int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
                      const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         return ushmemi_cuda_fcollect(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(dest, ushmemi_coll_bytes((size_t)n, nbytes, call), "dest", call);
     ushmemi_coll_sym(src, nbytes, "source", call);
+    if (staged)
+        return ushmemi_coll_staged_fcollect(team, dest, src, nbytes, call);
     ushmemi_push_t p;
     if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Member j's block arrives in cell j. */
@@ -209,13 +218,16 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
 
 int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes, const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(src, nbytes, "source", call);
+    if (staged)
+        return ushmemi_coll_staged_collect(team, dest, src, nbytes, call);
     uint64_t *word = &ushmemi_team_my_slot(team)->word[0];
     *word = nbytes;
     uint64_t *sizes = malloc((size_t)n * sizeof *sizes);
@@ -248,7 +260,8 @@ int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbyte
 int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
                      const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         return ushmemi_cuda_alltoall(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
@@ -256,6 +269,8 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
     size_t total = ushmemi_coll_bytes((size_t)n, nbytes, call);
     ushmemi_coll_sym(dest, total, "dest", call);
     ushmemi_coll_sym(src, total, "source", call);
+    if (staged)
+        return ushmemi_coll_staged_alltoall(team, dest, src, nbytes, call);
     ushmemi_push_t p;
     if (ushmemi_push_begin(team, nbytes, 0, &p)) {
         /* Block j of my source goes to cell `me` of member j; all are sent
@@ -307,7 +322,8 @@ static size_t span(size_t count, ptrdiff_t stride, size_t esize, const char *cal
 int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst,
                       size_t nelems, size_t esize, const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
@@ -320,6 +336,8 @@ int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t 
     size_t all = ushmemi_coll_bytes((size_t)n, nelems, call);
     ushmemi_coll_sym(dest, span(all, dst, esize, call), "dest", call);
     ushmemi_coll_sym(src, span(all, sst, esize, call), "source", call);
+    if (staged)
+        return ushmemi_coll_staged_alltoalls(team, dest, src, dst, sst, nelems, esize, call);
     ushmemi_team_sync(team, call);
     /* Element e of the block member j sends me sits at source index
      * (me*nelems + e)*sst on j and lands at dest index (j*nelems + e)*dst. */

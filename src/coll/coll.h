@@ -20,6 +20,51 @@
     (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) &&                                                    \
      (ushmemi_cuda_is_sym(dest) || ushmemi_cuda_is_sym(src)))
 
+/* ---- Staged collectives (staged.c) ----
+ * Device-heap buffers on a team where some member's device heap is not
+ * mapped here (another host, reached through the proxy): the GPU stream
+ * collectives cannot run, so the collective moves its data with
+ * ushmemi_put/get (routed per peer: cuda or proxy) and team syncs. */
+
+/* 1 when some member of team has a device heap that is not mapped here. */
+int ushmemi_coll_dev_unmapped(shmem_team_t team);
+
+/* Testing knob USHMEM_COLL_STAGED=1: the staged algorithms on host memory
+ * too (-1 until read, once). */
+extern _Atomic int ushmemi_coll_staged_env __attribute__((visibility("hidden")));
+int ushmemi_coll_staged_pick(shmem_team_t team, int on_device);
+
+/* 1 when this collective takes the staged path: on_device is
+ * USHMEMI_COLL_ON_DEVICE(dest, src). The same answer on every member (the
+ * members on one host map each other's heaps). 0 for an invalid team: the
+ * caller's checks report it. */
+static inline int ushmemi_coll_staged(shmem_team_t team, int on_device)
+{
+    if (USHMEMI_LIKELY(!on_device &&
+                       !atomic_load_explicit(&ushmemi_coll_staged_env, memory_order_relaxed)))
+        return 0;
+    return ushmemi_coll_staged_pick(team, on_device);
+}
+
+/* The staged collectives; arguments already checked by the caller. */
+typedef void (*ushmemi_coll_comb_t)(void *acc, const void *in, size_t n, ushmemi_redop_t op);
+int ushmemi_coll_staged_bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                              int root, int root_dest, const char *call);
+int ushmemi_coll_staged_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                                 const char *call);
+int ushmemi_coll_staged_collect(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                                const char *call);
+int ushmemi_coll_staged_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                                 const char *call);
+int ushmemi_coll_staged_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t dst,
+                                  ptrdiff_t sst, size_t nelems, size_t esize, const char *call);
+/* Reductions and sum scans combine with fn (reduce.c's host functions). */
+int ushmemi_coll_staged_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems,
+                               size_t esize, ushmemi_coll_comb_t fn, ushmemi_redop_t op,
+                               const char *call);
+int ushmemi_coll_staged_scan(shmem_team_t team, void *dest, const void *src, size_t nelems,
+                             size_t esize, ushmemi_coll_comb_t fn, int exclusive, const char *call);
+
 /* The caller's team handle is usable; otherwise a one-line error. */
 static inline int ushmemi_coll_team_ok(shmem_team_t team, const char *call)
 {

@@ -19,7 +19,7 @@
 
 #define BLOCK_BYTES 4096 /* elements per step: BLOCK_BYTES / element size */
 
-typedef void (*comb_fn)(void *acc, const void *in, size_t n, ushmemi_redop_t op);
+typedef ushmemi_coll_comb_t comb_fn; /* coll.h: the staged path calls them too */
 
 /* Signed sums and products wrap (computed in the unsigned type U, at least
  * as wide as unsigned int so that promotions cannot overflow). */
@@ -185,7 +185,8 @@ static int check_bufs(void *dest, const void *src, size_t nbytes, const char *ca
 int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                    ushmemi_redop_t op, const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         return ushmemi_cuda_reduce(team, dest, src, nelems, dtype, op, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
@@ -196,6 +197,8 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
     size_t nbytes = ushmemi_coll_bytes(nelems, esize, call);
     if (!fn || !check_bufs(dest, src, nbytes, call))
         return USHMEM_EINVAL;
+    if (staged)
+        return ushmemi_coll_staged_reduce(team, dest, src, nelems, esize, fn, op, call);
     _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     int n = team->size;
     ushmemi_push_t p;
@@ -235,7 +238,8 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
 int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
                  int exclusive, const char *call)
 {
-    if (USHMEMI_COLL_ON_DEVICE(dest, src))
+    int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
+    if (on_dev && !staged)
         ushmemi_fatal(call, "not supported on device memory yet; use host symmetric memory "
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
@@ -245,6 +249,8 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
     size_t nbytes = ushmemi_coll_bytes(nelems, esize, call);
     if (!fn || !check_bufs(dest, src, nbytes, call))
         return USHMEM_EINVAL;
+    if (staged)
+        return ushmemi_coll_staged_scan(team, dest, src, nelems, esize, fn, exclusive, call);
     _Alignas(64) unsigned char acc[BLOCK_BYTES], in[BLOCK_BYTES];
     int n = team->size;
     ushmemi_push_t p;

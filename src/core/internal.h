@@ -101,7 +101,7 @@ typedef enum {
     X(mpi_progress, INT, "100", "USHMEM_MPI_PROGRESS",                                             \
       "mpi transport: microseconds between MPI progress calls of a helper thread (0: none)")       \
     X(fake_hosts, INT, "0", "USHMEM_FAKE_HOSTS",                                                   \
-      "Testing: split the PEs into k pretend hosts by rank (mixed shm/mpi routes)")              \
+      "Testing: split the PEs into k pretend hosts by rank (mixed shm/mpi routes)")                \
     X(proxy_host, BOOL, "0", "USHMEM_PROXY_HOST",                                                  \
       "Testing: carry host memory of unmapped peers through the staged proxy too (no GPU needed)") \
     X(proxy_idle_us, INT, "50", "USHMEM_PROXY_IDLE_US",                                            \

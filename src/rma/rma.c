@@ -64,13 +64,12 @@ static const ushmemi_transport_ops_t *rma_remote(int is_put, void *sym, void *lo
              : is_put      ? t->put(sym, local, n, pe, nbi)
                            : t->get(local, sym, n, pe, nbi);
     if (USHMEMI_UNLIKELY(rc))
-        ushmemi_fatal(call, "PE %d (transport %s): %s", pe,
-                      t ? t->name : ushmemi_pe_transport_name(pe),
-                      rc == USHMEM_EUNREACH && ushmemi_cuda_is_sym(sym)
-                          ? "its device heap is not reachable from here"
-                      : rc == USHMEM_EUNSUPPORTED
-                          ? "only its host heap and globals are reachable from here"
-                          : ushmemi_strerror(rc));
+        ushmemi_fatal(
+            call, "PE %d (transport %s): %s", pe, t ? t->name : ushmemi_pe_transport_name(pe),
+            rc == USHMEM_EUNREACH && ushmemi_cuda_is_sym(sym)
+                ? "its device heap is not reachable from here"
+            : rc == USHMEM_EUNSUPPORTED ? "only its host heap and globals are reachable from here"
+                                        : ushmemi_strerror(rc));
     return t;
 }
 

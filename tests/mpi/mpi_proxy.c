@@ -57,7 +57,7 @@ int main(void)
     shmem_init();
     int me = shmem_my_pe(), np = shmem_n_pes();
     size_t big = SLOT * (size_t)np;
-    char *buf = shmem_malloc(big);     /* region [from] written by PE from */
+    char *buf = shmem_malloc(big);      /* region [from] written by PE from */
     char *src_dev = shmem_malloc(SLOT); /* a symmetric (device when bound) source */
     char *pbuf = shmem_malloc(PSLOT * ROUNDS);
     uint64_t *psig = shmem_calloc(2, sizeof *psig);
@@ -180,8 +180,7 @@ int main(void)
           (unsigned long long)wl[0], (unsigned long long)AMO_K * np);
     CHECK(wl[1] == 3ULL * AMO_K * np, "add total %llu", (unsigned long long)wl[1]);
     CHECK(wl32[0] == (uint32_t)(AMO_K * np), "32-bit inc total %u", wl32[0]);
-    CHECK(wl[2] == (uint64_t)AMO_K * np, "compare_swap increments %llu",
-          (unsigned long long)wl[2]);
+    CHECK(wl[2] == (uint64_t)AMO_K * np, "compare_swap increments %llu", (unsigned long long)wl[2]);
     CHECK(wl[3] == all && wl[4] == all && wl[5] == 0, "or/xor/and words");
     free(wl);
     free(wl32);

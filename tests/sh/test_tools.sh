@@ -19,7 +19,7 @@ grep -q "sum of PE numbers on PE 0: 6" <<<"$out" && ok "ring example" || bad "ri
 out=$("$BUILD_DIR/tools/ushmem_info")
 grep -q "SHMEM_SYMMETRIC_SIZE" <<<"$out" && grep -q "shm" <<<"$out" && ok "ushmem_info" || bad "ushmem_info: $out"
 out=$(timeout 30 "$USHRUN" -n 3 "$BUILD_DIR/tools/ushmem_info" --peers 2>&1)
-grep -q "PE 2 *shm" <<<"$out" && ok "ushmem_info --peers" || bad "ushmem_info --peers: $out"
+grep -q "PE 2 *host memory: shm" <<<"$out" && ok "ushmem_info --peers" || bad "ushmem_info --peers: $out"
 
 # The README's environment table is the generated one.
 want=$("$BUILD_DIR/tools/ushmem_info" --env-markdown)

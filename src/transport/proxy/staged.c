@@ -49,14 +49,14 @@ enum { TAG_REQ = 1, TAG_REPLY0 = 64, NREPLY_TAGS = 16384 };
 enum { OP_PUT = 1, OP_PUT_SIGNAL, OP_GET, OP_AMO, OP_QUIET };
 
 typedef struct {
-    uint32_t op, seg;      /* OP_*, segment of the target address */
-    uint32_t reply_tag;    /* GET, AMO, QUIET: the tag the answer carries */
-    uint32_t dtype;        /* AMO */
-    uint32_t amo_op;       /* AMO: ushmemi_amo_op_t; PUT_SIGNAL: the signal's */
-    uint32_t sig_seg;      /* PUT_SIGNAL */
-    uint64_t off, len;     /* target offset in the segment, payload bytes */
-    uint64_t value, cond;  /* AMO operands; PUT_SIGNAL: the signal value */
-    uint64_t sig_off;      /* PUT_SIGNAL */
+    uint32_t op, seg;     /* OP_*, segment of the target address */
+    uint32_t reply_tag;   /* GET, AMO, QUIET: the tag the answer carries */
+    uint32_t dtype;       /* AMO */
+    uint32_t amo_op;      /* AMO: ushmemi_amo_op_t; PUT_SIGNAL: the signal's */
+    uint32_t sig_seg;     /* PUT_SIGNAL */
+    uint64_t off, len;    /* target offset in the segment, payload bytes */
+    uint64_t value, cond; /* AMO operands; PUT_SIGNAL: the signal value */
+    uint64_t sig_off;     /* PUT_SIGNAL */
 } hdr_t;
 
 #define CORE (*ushmemi_mpi_core)
@@ -149,8 +149,8 @@ static void serve(const char *msg, int bytes, int from)
     case OP_PUT:
     case OP_PUT_SIGNAL:
         if ((uint64_t)bytes - sizeof h != h.len)
-            die("put from PE %d: %llu bytes announced, %d arrived", from,
-                (unsigned long long)h.len, bytes - (int)sizeof h);
+            die("put from PE %d: %llu bytes announced, %d arrived", from, (unsigned long long)h.len,
+                bytes - (int)sizeof h);
         CORE.local_copy(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL);
         if (h.op == OP_PUT_SIGNAL) /* after the data: local_copy completed it */
             CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
@@ -213,8 +213,8 @@ static void *proxy_main(void *arg)
 
 static int new_tag(void)
 {
-    return TAG_REPLY0 + (int)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) %
-                              NREPLY_TAGS);
+    return TAG_REPLY0 +
+           (int)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) % NREPLY_TAGS);
 }
 
 /* One request: the header and c payload bytes in one message. A payload in
@@ -256,8 +256,8 @@ static void mark_dirty(int pe)
 }
 
 /* Puts (and a put-with-signal when sig is set: its last part carries it). */
-static int do_put(void *remote, const void *src, size_t n, int pe, const void *sig,
-                  uint64_t signal, int sig_op)
+static int do_put(void *remote, const void *src, size_t n, int pe, const void *sig, uint64_t signal,
+                  int sig_op)
 {
     hdr_t h;
     memset(&h, 0, sizeof h);
@@ -403,9 +403,7 @@ static int t_quiet(void)
     return rc == MPI_SUCCESS ? 0 : fail("quiet through the proxy", rc);
 }
 
-static void t_progress(void)
-{
-}
+static void t_progress(void) {}
 
 /* ---- setup ---- */
 
@@ -473,8 +471,9 @@ static int t_attach(void)
     int level = MPI_THREAD_SINGLE, rc;
     MPI_Query_thread(&level);
     if (level < MPI_THREAD_MULTIPLE) {
-        MERR(call, "the staged proxy (device memory of PEs on other hosts) needs "
-                   "MPI_THREAD_MULTIPLE; this MPI was initialized with thread level %d",
+        MERR(call,
+             "the staged proxy (device memory of PEs on other hosts) needs "
+             "MPI_THREAD_MULTIPLE; this MPI was initialized with thread level %d",
              level);
         return USHMEM_EUNSUPPORTED;
     }
@@ -523,7 +522,10 @@ static const char *t_describe(void)
     const char *why = ushmemi_mpi_no_rma();
     snprintf(buf, sizeof buf, "%s%s%s%s", mode,
              why || ENV.proxy_host ? "; also host memory of unmapped PEs (" : "",
-             why ? why : ENV.proxy_host ? "USHMEM_PROXY_HOST" : "", why || ENV.proxy_host ? ")" : "");
+             why              ? why
+             : ENV.proxy_host ? "USHMEM_PROXY_HOST"
+                              : "",
+             why || ENV.proxy_host ? ")" : "");
     return buf;
 }
 
