@@ -37,9 +37,9 @@ out=$("${MPIRUN[@]}" -n 4 "$tmp/ring" 2>&1); rc=$?
 [ $rc = 0 ] && grep -q "sum of PE numbers on PE 0: 6" <<<"$out" && ok "mpirun -n 4 ring" \
   || bad "mpirun -n 4 ring (rc $rc)" "$out"
 out=$("${MPIRUN[@]}" -n 3 "$BUILD_DIR/tools/ushmem_info" --peers 2>&1)
-grep -q "PE 2 *shm" <<<"$out" && ok "one host under mpirun: shm routes" || bad "routes" "$out"
+grep -q "PE 2 *host memory: shm" <<<"$out" && ok "one host under mpirun: shm routes" || bad "routes" "$out"
 out=$(USHMEM_FAKE_HOSTS=3 "${MPIRUN[@]}" -n 3 "$BUILD_DIR/tools/ushmem_info" --peers 2>&1)
-grep -q "PE 0 *shm" <<<"$out" && grep -q "PE 2 *mpi" <<<"$out" && ok "pretend hosts: mpi routes" \
+grep -q "PE 0 *host memory: shm" <<<"$out" && grep -q "PE 2 *host memory: mpi" <<<"$out" && ok "pretend hosts: mpi routes" \
   || bad "fake-host routes" "$out"
 
 # 4. Launched by mpirun without the module: one clear line, non-zero, fast.
