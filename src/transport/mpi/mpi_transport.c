@@ -131,9 +131,8 @@ static void progress_stop(void)
     prog_started = 0;
 }
 
-static void t_detach(void)
+static void free_windows(void)
 {
-    progress_stop();
     for (int w = 0; w < NWIN; w++) {
         if (!have_win[w])
             continue;
@@ -143,6 +142,12 @@ static void t_detach(void)
         free((void *)dirty[w]);
         dirty[w] = NULL;
     }
+}
+
+static void t_detach(void)
+{
+    progress_stop();
+    free_windows();
     atomic_store(&in_flight, 0);
 }
 
@@ -238,15 +243,7 @@ static int t_attach(void)
     if (!all_ok) {
         if (ok)
             snprintf(no_rma, sizeof no_rma, "MPI_Win_create failed on another PE");
-        for (int w = 0; w < NWIN; w++) {
-            if (!have_win[w])
-                continue;
-            MPI_Win_unlock_all(wins[w]);
-            MPI_Win_free(&wins[w]);
-            have_win[w] = 0;
-            free((void *)dirty[w]);
-            dirty[w] = NULL;
-        }
+        free_windows();
         MDEBUG(call, "mpi: no RMA windows (%s): the proxy carries host memory too", no_rma);
     } else {
         no_rma[0] = '\0';
