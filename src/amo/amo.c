@@ -30,23 +30,6 @@ static char *amo_target(void *dest, size_t size, int pe, const char *call)
     return r;
 }
 
-#define AMO_BODY(T)                                                                                \
-    do {                                                                                           \
-        T *p = (T *)r, v = (T)value, c = (T)cond;                                                  \
-        switch (op) {                                                                              \
-        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST);             \
-        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                  \
-        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);       \
-        case USHMEMI_AMO_CSWAP:                                                                    \
-            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
-            return (uint64_t)c;                                                                    \
-        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);         \
-        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);         \
-        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);           \
-        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);         \
-        }                                                                                          \
-    } while (0)
-
 _Noreturn static void amo_unmapped(int pe, const char *call)
 {
     ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
@@ -98,8 +81,8 @@ uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(dest)) /* cuda hook */
         return ushmemi_cuda_amo(op, size, r, value, cond, call);
     switch (size) {
-    case 4: AMO_BODY(uint32_t); break;
-    case 8: AMO_BODY(uint64_t); break;
+    case 4: USHMEMI_CPU_AMO(uint32_t, r, op, value, cond); break;
+    case 8: USHMEMI_CPU_AMO(uint64_t, r, op, value, cond); break;
     default: break;
     }
     ushmemi_fatal(call, "unsupported AMO size %zu", size);

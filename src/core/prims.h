@@ -138,4 +138,24 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
 /* Deprecated active-set forms map the (start, logstride, size) triple to a team. */
 shmem_team_t ushmemi_active_set_team(int start, int logstride, int size, const char *call);
 
+/* A CPU atomic of type T on ptr (amo.c on mapped memory, the proxy's hands on
+ * its own host memory): returns the old value as uint64_t for every op but
+ * SET (0). Falls through when op is unknown. */
+#define USHMEMI_CPU_AMO(T, ptr, op, value, cond)                                                   \
+    do {                                                                                           \
+        T *p = (T *)(ptr), v = (T)(value), c = (T)(cond);                                          \
+        switch (op) {                                                                              \
+        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST);             \
+        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                  \
+        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);       \
+        case USHMEMI_AMO_CSWAP:                                                                    \
+            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
+            return (uint64_t)c;                                                                    \
+        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);         \
+        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);           \
+        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);         \
+        }                                                                                          \
+    } while (0)
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/prims.h"
 #include "transport/cuda/devmem.h"
 #include "transport/proxy/hands.h"
 
@@ -28,23 +29,6 @@ void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *
     memcpy(dst, src, n);
 }
 
-#define HOST_AMO(T)                                                                                \
-    do {                                                                                           \
-        T *p = (T *)sym, v = (T)value, c = (T)cond;                                                \
-        switch (op) {                                                                              \
-        case USHMEMI_AMO_FETCH: return (uint64_t)__atomic_load_n(p, __ATOMIC_SEQ_CST);             \
-        case USHMEMI_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); return 0;                  \
-        case USHMEMI_AMO_SWAP: return (uint64_t)__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);       \
-        case USHMEMI_AMO_CSWAP:                                                                    \
-            __atomic_compare_exchange_n(p, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
-            return (uint64_t)c;                                                                    \
-        case USHMEMI_AMO_ADD: return (uint64_t)__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);         \
-        case USHMEMI_AMO_AND: return (uint64_t)__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);         \
-        case USHMEMI_AMO_OR: return (uint64_t)__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);           \
-        case USHMEMI_AMO_XOR: return (uint64_t)__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);         \
-        }                                                                                          \
-    } while (0)
-
 uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint64_t value,
                                  uint64_t cond, const char *call)
 {
@@ -54,9 +38,9 @@ uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint
     if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym))
         return ushmemi_cuda_amo(op, size, sym, value, cond, call);
     if (size == 4)
-        HOST_AMO(uint32_t);
+        USHMEMI_CPU_AMO(uint32_t, sym, op, value, cond);
     else
-        HOST_AMO(uint64_t);
+        USHMEMI_CPU_AMO(uint64_t, sym, op, value, cond);
     ushmemi_fatal(call, "proxy: unknown atomic operation %d", (int)op);
 }
 
