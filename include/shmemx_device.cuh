@@ -359,23 +359,153 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
     return ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + w);
 }
 
-/* The peer's copy of [sym, sym+n), or a trap naming the call. */
-SHMEMX_DEV_FN char *ushmemi_dev_xlate(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
-                                      const char *call)
+/* The peer's copy of [sym, sym+n); NULL when pe's heap is not mapped here but
+ * the proxy reaches it (another host: the caller hands the operation to the
+ * ring); a trap naming the call when neither. *w: pe as a world PE. */
+SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
+                                      const char *call, int *w)
 {
-    int w = ushmemi_dev_world(d, pe, call);
+    *w = ushmemi_dev_world(d, pe, call);
     ushmemi_dev_check_sym(d, sym, n, call);
-    if (w == d.world_pe)
+    if (*w == d.world_pe)
         return (char *)sym;
-    uint64_t base = ushmemi_dev_base(d, w);
-    if (base == 0) {
-        ushmemi_dev_check_handle(d, call);
-        printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (another host, "
-               "or no peer access between the GPUs); use the host or stream API for it\n",
-               d.world_pe, call, w);
-        ushmemi_dev_trap();
+    uint64_t base = ushmemi_dev_base(d, *w);
+    if (base != 0)
+        return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base));
+    if (d.proxy != 0)
+        return 0;
+    ushmemi_dev_check_handle(d, call);
+    printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (no peer access "
+           "between the GPUs); use the host or stream API for it\n",
+           d.world_pe, call, *w);
+    ushmemi_dev_trap();
+    return 0;
+}
+
+/* ---- reverse offload: the request ring (ushmemi_dev_ring_t) ----
+ * A request for an unmapped PE goes to this PE's proxy thread, which carries
+ * it out over MPI; the thread takes requests in ticket order, so one thread's
+ * requests to one PE are applied in its program order. */
+
+SHMEMX_DEV_FN const ushmemi_dev_ring_t *ushmemi_dev_ring(const shmemx_dev_t &d)
+{
+    return (const ushmemi_dev_ring_t *)(uintptr_t)d.proxy;
+}
+
+SHMEMX_DEV_FN uint64_t ushmemi_dev_req(unsigned op, size_t len, unsigned aux, int w)
+{
+    return (uint64_t)op | ((uint64_t)len << 8) | ((uint64_t)aux << 16) |
+           ((uint64_t)(uint32_t)w << 32);
+}
+
+/* While a request waits (for room in the ring, or for its answer): every
+ * ~10 ms the proxy's and the job's abort words, and the wait timeout. */
+SHMEMX_DEV_FN void ushmemi_dev_ring_tick(const shmemx_dev_t &d, const ushmemi_dev_ring_t *r,
+                                         uint64_t *t0, uint64_t *polled, int w, const char *call)
+{
+    uint64_t now = ushmemi_dev_clock_ns();
+    if (*t0 == 0) {
+        *t0 = *polled = now;
+        return;
     }
-    return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base));
+    if (now - *polled < 10000000ull)
+        return;
+    *polled = now;
+    int why = ushmemi_dev_ld_relaxed64((const void *)(uintptr_t)r->abort_word)                  ? 1
+              : d.abort_flag && ushmemi_dev_ld_relaxed32((const void *)(uintptr_t)d.abort_flag) ? 2
+              : d.wait_timeout_ns && now - *t0 > d.wait_timeout_ns                              ? 3
+                                                                                                : 0;
+    if (!why)
+        return;
+    printf("ushmem: PE %d: %s: request for PE %d abandoned: %s\n", d.world_pe, call, w,
+           why == 1   ? "the proxy thread stopped (finalize, or the job is ending)"
+           : why == 2 ? "the job is ending (finalize or global_exit)"
+                      : "no answer from the proxy within USHMEM_DEVICE_WAIT_TIMEOUT");
+    ushmemi_dev_trap();
+}
+
+/* Takes a ticket, waits for its slot's previous lap to be released (only the
+ * thread whose ticket equals free_cache reads free_upto over the bus and
+ * raises free_cache for those behind it), fills the slot, then its seq. */
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
+                                             const char *call)
+{
+    const ushmemi_dev_ring_t *r = ushmemi_dev_ring(d);
+    uint64_t *head = (uint64_t *)(uintptr_t)r->head;
+    uint64_t *free_cache = (uint64_t *)(uintptr_t)r->free_cache;
+    uint64_t t, t0 = 0, polled = 0;
+    unsigned ns = 32;
+    asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], 1;" : "=l"(t) : "l"(head) : "memory");
+    for (;;) {
+        uint64_t cached;
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
+                     : "=l"(cached)
+                     : "l"(free_cache)
+                     : "memory");
+        if (t < cached)
+            break;
+        if (t == cached) {
+            uint64_t limit = ushmemi_dev_ld_acquire64((const void *)(uintptr_t)r->free_upto);
+            if (t < limit) {
+                asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(free_cache),
+                             "l"(limit)
+                             : "memory");
+                break;
+            }
+        }
+        ushmemi_dev_ring_tick(d, r, &t0, &polled, w, call);
+        ushmemi_dev_nanosleep(ns);
+        if (ns < 1024)
+            ns *= 2;
+    }
+    volatile uint64_t *slot = (volatile uint64_t *)(uintptr_t)(r->slots + (t & r->mask) * 64);
+    for (int i = 0; i < 7; i++)
+        slot[i] = q[i];
+    ushmemi_dev_st_release64(slot + 7, t + 1);
+    if (!(q[0] & USHMEMI_REQ_WAIT))
+        return 0;
+    /* The answer: value, then seq; the ack lets the proxy reuse the slot. */
+    uint64_t *ret = (uint64_t *)(uintptr_t)(r->ret + (t & r->mask) * 32);
+    t0 = polled = 0;
+    ns = 32;
+    for (;;) {
+        if (ushmemi_dev_ld_acquire64(ret + 1) == t + 1) {
+            uint64_t v = ushmemi_dev_ld_relaxed64(ret);
+            ushmemi_dev_st_release64(ret + 2, t + 1);
+            return v;
+        }
+        ushmemi_dev_ring_tick(d, r, &t0, &polled, w, call);
+        ushmemi_dev_nanosleep(ns);
+        if (ns < 256)
+            ns *= 2;
+    }
+}
+
+/* n (<= 40) bytes from any address into request words. */
+SHMEMX_DEV_FN void ushmemi_dev_pack(uint64_t *q, const void *src, size_t n)
+{
+    if (((uintptr_t)src & 7) == 0 && (n & 7) == 0)
+        for (size_t i = 0; i < n / 8; i++)
+            q[i] = ((const uint64_t *)src)[i];
+    else
+        for (size_t i = 0; i < n; i++)
+            ((char *)q)[i] = ((const char *)src)[i];
+}
+
+/* Every request this PE's kernels handed to the proxy before is complete at
+ * its target: nothing to do when no ticket was taken since the last quiet
+ * the proxy did (one read of quiet_upto), else a QUIET request, waited for. */
+SHMEMX_DEV_FN void ushmemi_dev_proxy_quiet(const shmemx_dev_t &d, const char *call)
+{
+    const ushmemi_dev_ring_t *r = ushmemi_dev_ring(d);
+    if (!r)
+        return;
+    uint64_t head;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(head) : "l"(r->head) : "memory");
+    if (head == ushmemi_dev_ld_acquire64((const void *)(uintptr_t)r->quiet_upto))
+        return;
+    uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_QUIET | USHMEMI_REQ_WAIT, 0, 0, d.world_pe)};
+    (void)ushmemi_dev_ring_call(d, q, d.world_pe, call);
 }
 
 SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const char *call)
@@ -483,11 +613,66 @@ template <typename G> SHMEMX_DEV_FN void ushmemi_dev_copy(G g, void *dst, const 
         ushmemi_dev_copy_w<unsigned char>(g, d, s, n);
 }
 
+/* Through the proxy: one thread of the group hands over the request. Up to
+ * 40 bytes travel inside it (the source may be any memory, registers and
+ * shared memory included, and is free at once); larger sources are read by
+ * the proxy's copy from global memory: a blocking put waits until it has
+ * read them, an _nbi put leaves them to the next quiet. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_proxy_put(const shmemx_dev_t &d, G g, void *dest, const void *src,
+                                         size_t n, int w, bool nbi, const char *call)
+{
+    g.sync();
+    if (g.rank() == 0 && n) {
+        uint64_t q[7] = {0, (uint64_t)(uintptr_t)dest, 0, 0, 0, 0, 0};
+        if (n <= USHMEMI_REQ_INLINE_MAX) {
+            q[0] = ushmemi_dev_req(USHMEMI_REQ_PUT_INLINE, n, 0, w);
+            ushmemi_dev_pack(q + 2, src, n);
+        } else {
+            ushmemi_dev_fence_sc(); /* the group's stores to src, before the proxy's copy */
+            q[0] = ushmemi_dev_req(USHMEMI_REQ_PUT | (nbi ? 0 : USHMEMI_REQ_WAIT), 0, 0, w);
+            q[2] = (uint64_t)(uintptr_t)src;
+            q[3] = n;
+        }
+        (void)ushmemi_dev_ring_call(d, q, w, call);
+    }
+    g.sync();
+}
+
+/* Gets through the proxy complete before returning (_nbi too); up to 8 bytes
+ * come back in the answer, more are copied into dest by the proxy. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_proxy_get(const shmemx_dev_t &d, G g, void *dest, const void *src,
+                                         size_t n, int w, const char *call)
+{
+    g.sync();
+    if (g.rank() == 0 && n) {
+        uint64_t q[7] = {0, (uint64_t)(uintptr_t)src, 0, 0, 0, 0, 0};
+        if (n <= 8) {
+            q[0] = ushmemi_dev_req(USHMEMI_REQ_GET_SMALL | USHMEMI_REQ_WAIT, n, 0, w);
+            uint64_t v = ushmemi_dev_ring_call(d, q, w, call);
+            for (size_t i = 0; i < n; i++)
+                ((char *)dest)[i] = ((const char *)&v)[i];
+        } else {
+            q[0] = ushmemi_dev_req(USHMEMI_REQ_GET | USHMEMI_REQ_WAIT, 0, 0, w);
+            q[2] = (uint64_t)(uintptr_t)dest;
+            q[3] = n;
+            (void)ushmemi_dev_ring_call(d, q, w, call);
+        }
+    }
+    g.sync();
+}
+
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const void *src,
-                                   size_t n, int pe, const char *call)
+                                   size_t n, int pe, bool nbi, const char *call)
 {
-    char *r = ushmemi_dev_xlate(d, dest, n, pe, call);
+    int w;
+    char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
+    if (!r) {
+        ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
+        return;
+    }
     g.sync();
     ushmemi_dev_copy(g, r, src, n);
     g.sync();
@@ -495,9 +680,15 @@ SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const
 
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const void *src,
-                                   size_t n, int pe, const char *call)
+                                   size_t n, int pe, bool nbi, const char *call)
 {
-    const char *r = ushmemi_dev_xlate(d, src, n, pe, call);
+    int w;
+    (void)nbi;
+    const char *r = ushmemi_dev_route(d, src, n, pe, call, &w);
+    if (!r) {
+        ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
+        return;
+    }
     g.sync();
     ushmemi_dev_copy(g, dest, r, n);
     g.sync();
@@ -506,24 +697,24 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
 /* Blocking put: the source may be reused on return; the data is visible to pe
  * after a quiet, or to whoever observes a signal released after it. On mapped
  * peers the _nbi forms are the same stores (completion at quiet either way). */
-#define USHMEMI_DEV_RMA(name, fn, grp)                                                             \
+#define USHMEMI_DEV_RMA(name, fn, grp, nbi)                                                        \
     SHMEMX_DEV_FN void shmemx_dev_##name(const shmemx_dev_t &d, void *dest, const void *source,    \
                                          size_t nbytes, int pe)                                    \
     {                                                                                              \
-        fn(d, grp(), dest, source, nbytes, pe, "shmemx_dev_" #name);                               \
+        fn(d, grp(), dest, source, nbytes, pe, nbi, "shmemx_dev_" #name);                          \
     }
-USHMEMI_DEV_RMA(putmem, ushmemi_dev_put, shmemx_dev_thread_group)
-USHMEMI_DEV_RMA(putmem_warp, ushmemi_dev_put, shmemx_dev_warp_group)
-USHMEMI_DEV_RMA(putmem_block, ushmemi_dev_put, shmemx_dev_block_group)
-USHMEMI_DEV_RMA(putmem_nbi, ushmemi_dev_put, shmemx_dev_thread_group)
-USHMEMI_DEV_RMA(putmem_nbi_warp, ushmemi_dev_put, shmemx_dev_warp_group)
-USHMEMI_DEV_RMA(putmem_nbi_block, ushmemi_dev_put, shmemx_dev_block_group)
-USHMEMI_DEV_RMA(getmem, ushmemi_dev_get, shmemx_dev_thread_group)
-USHMEMI_DEV_RMA(getmem_warp, ushmemi_dev_get, shmemx_dev_warp_group)
-USHMEMI_DEV_RMA(getmem_block, ushmemi_dev_get, shmemx_dev_block_group)
-USHMEMI_DEV_RMA(getmem_nbi, ushmemi_dev_get, shmemx_dev_thread_group)
-USHMEMI_DEV_RMA(getmem_nbi_warp, ushmemi_dev_get, shmemx_dev_warp_group)
-USHMEMI_DEV_RMA(getmem_nbi_block, ushmemi_dev_get, shmemx_dev_block_group)
+USHMEMI_DEV_RMA(putmem, ushmemi_dev_put, shmemx_dev_thread_group, false)
+USHMEMI_DEV_RMA(putmem_warp, ushmemi_dev_put, shmemx_dev_warp_group, false)
+USHMEMI_DEV_RMA(putmem_block, ushmemi_dev_put, shmemx_dev_block_group, false)
+USHMEMI_DEV_RMA(putmem_nbi, ushmemi_dev_put, shmemx_dev_thread_group, true)
+USHMEMI_DEV_RMA(putmem_nbi_warp, ushmemi_dev_put, shmemx_dev_warp_group, true)
+USHMEMI_DEV_RMA(putmem_nbi_block, ushmemi_dev_put, shmemx_dev_block_group, true)
+USHMEMI_DEV_RMA(getmem, ushmemi_dev_get, shmemx_dev_thread_group, false)
+USHMEMI_DEV_RMA(getmem_warp, ushmemi_dev_get, shmemx_dev_warp_group, false)
+USHMEMI_DEV_RMA(getmem_block, ushmemi_dev_get, shmemx_dev_block_group, false)
+USHMEMI_DEV_RMA(getmem_nbi, ushmemi_dev_get, shmemx_dev_thread_group, true)
+USHMEMI_DEV_RMA(getmem_nbi_warp, ushmemi_dev_get, shmemx_dev_warp_group, true)
+USHMEMI_DEV_RMA(getmem_nbi_block, ushmemi_dev_get, shmemx_dev_block_group, true)
 #undef USHMEMI_DEV_RMA
 
 /* Typed forms: nelems elements of T. */
@@ -568,40 +759,54 @@ SHMEMX_DEV_FN void shmemx_dev_get_block(const shmemx_dev_t &d, T *dest, const T 
 template <typename T>
 SHMEMX_DEV_FN void shmemx_dev_p(const shmemx_dev_t &d, T *dest, T value, int pe)
 {
-    *(volatile T *)ushmemi_dev_xlate(d, dest, sizeof(T), pe, "shmemx_dev_p") = value;
+    int w;
+    T *r = (T *)ushmemi_dev_route(d, dest, sizeof(T), pe, "shmemx_dev_p", &w);
+    if (r)
+        *(volatile T *)r = value;
+    else
+        ushmemi_dev_proxy_put(d, shmemx_dev_thread_group(), dest, &value, sizeof(T), w, true,
+                              "shmemx_dev_p");
 }
 template <typename T> SHMEMX_DEV_FN T shmemx_dev_g(const shmemx_dev_t &d, const T *source, int pe)
 {
-    return *(const volatile T *)ushmemi_dev_xlate(d, source, sizeof(T), pe, "shmemx_dev_g");
+    int w;
+    const T *r = (const T *)ushmemi_dev_route(d, source, sizeof(T), pe, "shmemx_dev_g", &w);
+    if (r)
+        return *(const volatile T *)r;
+    T v;
+    ushmemi_dev_proxy_get(d, shmemx_dev_thread_group(), &v, source, sizeof(T), w, "shmemx_dev_g");
+    return v;
 }
 
 /* ---- ordering ---- */
 
 /* Every put, AMO and signal this thread (group) issued before is complete and
  * visible to every PE. */
-template <typename G> SHMEMX_DEV_FN void ushmemi_dev_quiet(G g)
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_quiet(const shmemx_dev_t &d, G g, const char *call)
 {
     g.sync();
-    if (g.rank() == 0)
+    if (g.rank() == 0) {
         ushmemi_dev_fence_sc();
+        ushmemi_dev_proxy_quiet(d, call);
+    }
     g.sync();
 }
 SHMEMX_DEV_FN void shmemx_dev_quiet(const shmemx_dev_t &d)
 {
-    (void)d;
     ushmemi_dev_fence_sc();
+    ushmemi_dev_proxy_quiet(d, "shmemx_dev_quiet");
 }
 SHMEMX_DEV_FN void shmemx_dev_quiet_warp(const shmemx_dev_t &d)
 {
-    (void)d;
-    ushmemi_dev_quiet(shmemx_dev_warp_group());
+    ushmemi_dev_quiet(d, shmemx_dev_warp_group(), "shmemx_dev_quiet_warp");
 }
 SHMEMX_DEV_FN void shmemx_dev_quiet_block(const shmemx_dev_t &d)
 {
-    (void)d;
-    ushmemi_dev_quiet(shmemx_dev_block_group());
+    ushmemi_dev_quiet(d, shmemx_dev_block_group(), "shmemx_dev_quiet_block");
 }
-/* Puts to one PE before the fence are delivered before those after it. */
+/* Puts to one PE before the fence are delivered before those after it (the
+ * proxy applies one PE's requests to a target in order: nothing to add). */
 SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
 {
     (void)d;
@@ -613,8 +818,20 @@ SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
 SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint64_t value,
                                       int sig_op, int pe, const char *call)
 {
-    uint64_t *r = (uint64_t *)ushmemi_dev_xlate(d, sig, 8, pe, call);
-    if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
+    int w;
+    uint64_t *r = (uint64_t *)ushmemi_dev_route(d, sig, 8, pe, call, &w);
+    if (!r && (sig_op == SHMEMX_DEV_SIGNAL_ADD || sig_op == SHMEMX_DEV_SIGNAL_SET)) {
+        /* after this thread's earlier requests to pe: the proxy keeps the order */
+        unsigned op = sig_op == SHMEMX_DEV_SIGNAL_ADD ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET;
+        uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
+                         (uint64_t)(uintptr_t)sig,
+                         value,
+                         0,
+                         0,
+                         0,
+                         0};
+        (void)ushmemi_dev_ring_call(d, q, w, call);
+    } else if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
         ushmemi_dev_need_atomics(d, pe, call);
         ushmemi_dev_red_release_add64(r, value);
     } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
@@ -644,9 +861,34 @@ SHMEMX_DEV_FN uint64_t shmemx_dev_signal_fetch(const shmemx_dev_t &d, const uint
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest,
                                           const void *source, size_t nbytes, uint64_t *sig_addr,
-                                          uint64_t signal, int sig_op, int pe, const char *call)
+                                          uint64_t signal, int sig_op, int pe, bool nbi,
+                                          const char *call)
 {
-    char *r = ushmemi_dev_xlate(d, dest, nbytes, pe, call);
+    int w;
+    char *r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
+    if (!r) { /* one request: the proxy applies the signal after the data */
+        if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)
+            ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call); /* says what is wrong */
+        ushmemi_dev_check_sym(d, sig_addr, 8, call);
+        g.sync();
+        if (g.rank() == 0) {
+            uint64_t q[7] = {
+                0, (uint64_t)(uintptr_t)dest, 0, 0, (uint64_t)(uintptr_t)sig_addr, signal, 0};
+            if (nbytes <= USHMEMI_REQ_SIGNAL_INLINE_MAX) {
+                q[0] = ushmemi_dev_req(USHMEMI_REQ_PUT_SIGNAL_INLINE, nbytes, (unsigned)sig_op, w);
+                ushmemi_dev_pack(q + 2, source, nbytes);
+            } else {
+                ushmemi_dev_fence_sc();
+                q[0] = ushmemi_dev_req(USHMEMI_REQ_PUT_SIGNAL | (nbi ? 0 : USHMEMI_REQ_WAIT), 0,
+                                       (unsigned)sig_op, w);
+                q[2] = (uint64_t)(uintptr_t)source;
+                q[3] = nbytes;
+            }
+            (void)ushmemi_dev_ring_call(d, q, w, call);
+        }
+        g.sync();
+        return;
+    }
     g.sync();
     ushmemi_dev_copy(g, r, source, nbytes);
     g.sync(); /* the group's stores, then one release covers them all */
@@ -656,20 +898,20 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
 }
 
 /* Put, then update pe's signal word once the data is visible there. */
-#define USHMEMI_DEV_PUT_SIGNAL(name, grp)                                                          \
+#define USHMEMI_DEV_PUT_SIGNAL(name, grp, nbi)                                                     \
     SHMEMX_DEV_FN void shmemx_dev_##name(const shmemx_dev_t &d, void *dest, const void *source,    \
                                          size_t nbytes, uint64_t *sig_addr, uint64_t signal,       \
                                          int sig_op, int pe)                                       \
     {                                                                                              \
-        ushmemi_dev_put_signal(d, grp(), dest, source, nbytes, sig_addr, signal, sig_op, pe,       \
+        ushmemi_dev_put_signal(d, grp(), dest, source, nbytes, sig_addr, signal, sig_op, pe, nbi,  \
                                "shmemx_dev_" #name);                                               \
     }
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal, shmemx_dev_thread_group)
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal_warp, shmemx_dev_warp_group)
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal_block, shmemx_dev_block_group)
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi, shmemx_dev_thread_group)
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_warp, shmemx_dev_warp_group)
-USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_block, shmemx_dev_block_group)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal, shmemx_dev_thread_group, false)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_warp, shmemx_dev_warp_group, false)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_block, shmemx_dev_block_group, false)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi, shmemx_dev_thread_group, true)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_warp, shmemx_dev_warp_group, true)
+USHMEMI_DEV_PUT_SIGNAL(putmem_signal_nbi_block, shmemx_dev_block_group, true)
 #undef USHMEMI_DEV_PUT_SIGNAL
 
 /* ---- atomics ---- */
@@ -716,12 +958,26 @@ template <typename T> SHMEMX_DEV_FN T ushmemi_dev_from_bits(uint64_t b)
     return u.t;
 }
 
+/* fetching: the caller wants the old value (through the proxy it then waits
+ * for the answer; otherwise the request completes at quiet). */
 template <typename T>
 SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T value, T cond,
-                                int pe, const char *call)
+                                int pe, bool fetching, const char *call)
 {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device AMOs take 4- or 8-byte types");
-    void *r = ushmemi_dev_xlate(d, dest, sizeof(T), pe, call);
+    int w;
+    void *r = ushmemi_dev_route(d, dest, sizeof(T), pe, call, &w);
+    if (!r) { /* the proxy carries it to the owner, which runs it as a GPU atomic */
+        uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0), 0,
+                                         (unsigned)op | (unsigned)sizeof(T) << 8, w),
+                         (uint64_t)(uintptr_t)dest,
+                         ushmemi_dev_bits(value),
+                         ushmemi_dev_bits(cond),
+                         0,
+                         0,
+                         0};
+        return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_call(d, q, w, call));
+    }
     if (op != USHMEMI_DEV_AMO_FETCH)
         ushmemi_dev_need_atomics(d, pe, call);
     uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
@@ -735,24 +991,26 @@ SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T 
 template <typename T>
 SHMEMX_DEV_FN T shmemx_dev_atomic_fetch(const shmemx_dev_t &d, const T *source, int pe)
 {
-    return ushmemi_dev_amo(d, source, USHMEMI_DEV_AMO_FETCH, T(), T(), pe,
+    return ushmemi_dev_amo(d, source, USHMEMI_DEV_AMO_FETCH, T(), T(), pe, true,
                            "shmemx_dev_atomic_fetch");
 }
 template <typename T>
 SHMEMX_DEV_FN void shmemx_dev_atomic_set(const shmemx_dev_t &d, T *dest, T value, int pe)
 {
-    (void)ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SET, value, T(), pe, "shmemx_dev_atomic_set");
+    (void)ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SET, value, T(), pe, false,
+                          "shmemx_dev_atomic_set");
 }
 template <typename T>
 SHMEMX_DEV_FN T shmemx_dev_atomic_swap(const shmemx_dev_t &d, T *dest, T value, int pe)
 {
-    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SWAP, value, T(), pe, "shmemx_dev_atomic_swap");
+    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_SWAP, value, T(), pe, true,
+                           "shmemx_dev_atomic_swap");
 }
 template <typename T>
 SHMEMX_DEV_FN T shmemx_dev_atomic_compare_swap(const shmemx_dev_t &d, T *dest, T cond, T value,
                                                int pe)
 {
-    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_CSWAP, value, cond, pe,
+    return ushmemi_dev_amo(d, dest, USHMEMI_DEV_AMO_CSWAP, value, cond, pe, true,
                            "shmemx_dev_atomic_compare_swap");
 }
 
@@ -762,7 +1020,7 @@ SHMEMX_DEV_FN T shmemx_dev_atomic_compare_swap(const shmemx_dev_t &d, T *dest, T
                                                    USHMEMI_DEV_AMO_PARAM_##name int pe)            \
     {                                                                                              \
         static_assert(ushmemi_dev_int<T>::ok, "this device AMO takes 32/64-bit integers");         \
-        return ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe,                              \
+        return ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe, true,                        \
                                "shmemx_dev_atomic_fetch_" #name);                                  \
     }                                                                                              \
     template <typename T>                                                                          \
@@ -770,7 +1028,8 @@ SHMEMX_DEV_FN T shmemx_dev_atomic_compare_swap(const shmemx_dev_t &d, T *dest, T
                                                 USHMEMI_DEV_AMO_PARAM_##name int pe)               \
     {                                                                                              \
         static_assert(ushmemi_dev_int<T>::ok, "this device AMO takes 32/64-bit integers");         \
-        (void)ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe, "shmemx_dev_atomic_" #name);  \
+        (void)ushmemi_dev_amo(d, dest, op, (T)(value_expr), T(), pe, false,                        \
+                              "shmemx_dev_atomic_" #name);                                         \
     }
 #define USHMEMI_DEV_AMO_PARAM_add T value,
 #define USHMEMI_DEV_AMO_PARAM_inc
@@ -946,8 +1205,10 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         ushmemi_dev_trap();
     }
     g.sync();
-    if (quiet && g.rank() == 0)
+    if (quiet && g.rank() == 0) {
         ushmemi_dev_fence_sc();
+        ushmemi_dev_proxy_quiet(d, call);
+    }
     uint64_t *epoch =
         (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
     uint64_t e = *(volatile uint64_t *)epoch + 1;
@@ -957,7 +1218,19 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
     for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {
         if (j == d.my_pe)
             continue;
-        uint64_t base = ushmemi_dev_base(d, d.team_start + j * d.team_stride);
+        int w = d.team_start + j * d.team_stride;
+        uint64_t base = ushmemi_dev_base(d, w);
+        if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
+            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, USHMEMI_DEV_AMO_SET | 8u << 8, w),
+                             d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe,
+                             e,
+                             0,
+                             0,
+                             0,
+                             0};
+            (void)ushmemi_dev_ring_call(d, q, w, call);
+            continue;
+        }
         if (base == 0) {
             printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
                    d.world_pe, call, j);

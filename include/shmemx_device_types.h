@@ -84,7 +84,44 @@ typedef struct shmemx_dev {
     uint64_t sync;            /* device address of this PE's sync area */
     uint64_t abort_flag;      /* device address of a uint32_t, non-zero once the job is ending */
     uint64_t wait_timeout_ns; /* a device wait longer than this traps; 0: no limit */
-    uint64_t reserved[4];
+    uint64_t proxy;           /* device address of this PE's reverse-offload ring
+                                 (ushmemi_dev_ring_t): requests for PEs whose heap is
+                                 not mapped here (other hosts); 0: none */
+    uint64_t reserved[3];
 } shmemx_dev_t;
+
+/* ---- reverse offload (internal: the library and shmemx_device.cuh) ----
+ * A kernel hands a request for an unmapped PE to a proxy thread of its own
+ * process through a ring: it takes a ticket (device atomic on head), waits
+ * for room (free_cache, free_upto), writes the 7 payload words of its slot and
+ * then the slot's seq (ticket + 1); a request the kernel waits on gets its
+ * result in ret[slot] (value, then seq), which the kernel acks.
+ * src/transport/proxy/ring.h is the protocol and its host consumer; the
+ * layout below is its ushmemi_ring_t (pointers as device addresses) plus the
+ * quiet word. */
+typedef struct ushmemi_dev_ring {
+    uint64_t head;       /* device memory: tickets handed out */
+    uint64_t free_cache; /* device memory: producers' copy of free_upto */
+    uint64_t free_upto;  /* host (device-mapped): tickets below may be written */
+    uint64_t abort_word; /* host: nonzero once the proxy stopped */
+    uint64_t slots;      /* host: 64-byte descriptors, w[7] then seq */
+    uint64_t ret;        /* host: 32-byte results, value, seq, ack, pad */
+    uint64_t mask;       /* cap - 1 */
+    uint32_t cap, pad;
+    uint64_t quiet_upto; /* host: every request below this ticket is done and quiet */
+} ushmemi_dev_ring_t;
+
+/* Request word 0: op | flags | len << 8 | aux << 16 | (uint64_t)world_pe << 32. */
+#define USHMEMI_REQ_PUT               1 /* w1 dest (symmetric), w2 src (local), w3 bytes */
+#define USHMEMI_REQ_PUT_INLINE        2 /* w1 dest; len bytes (<= 40) in w2..w6 */
+#define USHMEMI_REQ_GET               3 /* w1 src (symmetric), w2 dest (local), w3 bytes */
+#define USHMEMI_REQ_GET_SMALL         4 /* w1 src; len bytes (<= 8) come back as the result */
+#define USHMEMI_REQ_AMO               5 /* w1 dest, w2 value, w3 cond; aux: op | size << 8 */
+#define USHMEMI_REQ_PUT_SIGNAL        6 /* w1 dest, w2 src, w3 bytes, w4 sig, w5 signal; aux sig_op */
+#define USHMEMI_REQ_PUT_SIGNAL_INLINE 7    /* w1 dest, len bytes (<= 16) in w2..w3, w4, w5, aux */
+#define USHMEMI_REQ_QUIET             8    /* every earlier request is complete at its target */
+#define USHMEMI_REQ_WAIT              0x80 /* flag: the kernel waits for the result */
+#define USHMEMI_REQ_INLINE_MAX        40
+#define USHMEMI_REQ_SIGNAL_INLINE_MAX 16
 
 #endif /* SHMEMX_DEVICE_TYPES_H */

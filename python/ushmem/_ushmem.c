@@ -3428,7 +3428,8 @@ static PyObject *py__dev_layout(PyObject *self, PyObject *unused)
         DEV_FIELD(world_n_pes), DEV_FIELD(team_slot), DEV_FIELD(flags), DEV_FIELD(wait_reason),
         DEV_FIELD(gpu_pes), DEV_FIELD(sm_sum), DEV_FIELD(sm_total), DEV_FIELD(gpu_pci),
         DEV_FIELD(reserved0), DEV_FIELD(heap_base), DEV_FIELD(heap_size), DEV_FIELD(peer_base),
-        DEV_FIELD(sync), DEV_FIELD(abort_flag), DEV_FIELD(wait_timeout_ns), DEV_FIELD(reserved),
+        DEV_FIELD(sync), DEV_FIELD(abort_flag), DEV_FIELD(wait_timeout_ns), DEV_FIELD(proxy),
+        DEV_FIELD(reserved),
     };
 #undef DEV_FIELD
     /* clang-format on */

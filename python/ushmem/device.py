@@ -54,7 +54,8 @@ class DeviceHandle(ctypes.Structure):
         ("sync", _u64),
         ("abort_flag", _u64),
         ("wait_timeout_ns", _u64),
-        ("reserved", _u64 * 4),
+        ("proxy", _u64),         # device address of the reverse-offload ring, 0: none
+        ("reserved", _u64 * 3),
     ]
 
     def bytes(self):

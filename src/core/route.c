@@ -7,6 +7,7 @@
 #include "core/local.h"
 #include "transport/cuda/devmem.h"
 #include "transport/mpi/mpi.h"
+#include "transport/proxy/devring.h"
 #include "transport/transport.h"
 
 static const ushmemi_transport_ops_t *const all_transports[] = {
@@ -57,6 +58,15 @@ static int proxy_attach(const char *call)
         ushmemi_remote_tl = p;
     ushmemi_proxy_tl = p;
     ushmemi_debug(call, "device heaps of unmapped PEs: %s", p->describe ? p->describe() : p->name);
+    /* Kernels reach those heaps through the request ring (device API). */
+    int unmapped_dev = 0;
+    for (int pe = 0; pe < n; pe++)
+        unmapped_dev |= peer_dev[pe] != NULL;
+    if (unmapped_dev && ushmemi_g.cuda_active && (rc = ushmemi_devring_start(call)) != 0) {
+        ushmemi_proxy_tl = NULL;
+        p->detach();
+        goto undo_init;
+    }
     return 0;
 undo_init:
     p->fini();
@@ -68,6 +78,7 @@ undo_alloc:
 
 static void proxy_detach(void)
 {
+    ushmemi_devring_stop();
     if (ushmemi_proxy_tl) {
         ushmemi_proxy_tl->detach();
         ushmemi_proxy_tl->fini();

@@ -16,7 +16,7 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
       ${CMAKE_SOURCE_DIR}/include/shmem.h
       ${CMAKE_SOURCE_DIR}/include/shmem_gen.h)
   set(USHMEM_DEV_TEST_OUTPUTS)
-  foreach(name dev_rma dev_amo)
+  foreach(name dev_rma dev_amo dev_moe)
     set(src ${CMAKE_CURRENT_LIST_DIR}/${name}.cu)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/${name})
     add_custom_command(OUTPUT ${out}
@@ -35,6 +35,8 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
     endforeach()
   endforeach()
   add_custom_target(ushmem_dev_tests ALL DEPENDS ${USHMEM_DEV_TEST_OUTPUTS})
+  # tests/mpi runs them again with PEs on pretend hosts
+  set_property(GLOBAL PROPERTY USHMEM_DEV_TEST_OUTPUTS ${USHMEM_DEV_TEST_OUTPUTS})
 
   # A device wait where waits are off: one line per PE, a trap, a failed job.
   add_test(NAME cuda/dev_refuse

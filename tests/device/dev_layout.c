@@ -32,6 +32,7 @@
     X(sync)                                                                                        \
     X(abort_flag)                                                                                  \
     X(wait_timeout_ns)                                                                             \
+    X(proxy)                                                                                       \
     X(reserved)
 
 int main(void)

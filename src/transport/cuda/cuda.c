@@ -18,8 +18,10 @@
 #include "core/local.h"
 #include "transport/cuda/cuda_priv.h"
 
-ushmemi_cuda_t ushmemi_cuda = {
-    .device = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .sync_lock = PTHREAD_MUTEX_INITIALIZER};
+ushmemi_cuda_t ushmemi_cuda = {.device = -1,
+                               .lock = PTHREAD_MUTEX_INITIALIZER,
+                               .proxy_lock = PTHREAD_MUTEX_INITIALIZER,
+                               .sync_lock = PTHREAD_MUTEX_INITIALIZER};
 /* Measured on an H200 with 2 PEs (docs/cuda.md): up to 16 MiB the copy
  * kernel beats cuMemcpyDtoDAsync (it enqueues faster, and the copy is short);
  * from 32 MiB on the driver's copy is faster. */
@@ -291,6 +293,8 @@ static void release_device(void)
         ushmemi_cu.cuStreamDestroy(c->stream);
     if (c->poll_stream)
         ushmemi_cu.cuStreamDestroy(c->poll_stream);
+    if (c->proxy_stream)
+        ushmemi_cu.cuStreamDestroy(c->proxy_stream);
     if (c->ctx)
         ushmemi_cu.cuDevicePrimaryCtxRelease(c->dev);
     free(c->sent);
@@ -306,7 +310,7 @@ static void release_device(void)
     c->peer_dev = NULL;
     c->mod = NULL;
     c->scratch = NULL;
-    c->stream = c->poll_stream = NULL;
+    c->stream = c->poll_stream = c->proxy_stream = NULL;
     c->ctx = NULL;
     c->nbi_pending = 0;
     c->ipc = CUDA_IPC_NONE;
@@ -341,6 +345,7 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
     }
     if ((rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->stream, 0), call)) ||
         (rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->poll_stream, CU_STREAM_NON_BLOCKING), call)) ||
+        (rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->proxy_stream, CU_STREAM_NON_BLOCKING), call)) ||
         (rc =
              CU_TRY(ushmemi_cu.cuMemHostAlloc((void **)&c->scratch, 4096,
                                               CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
@@ -840,6 +845,82 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
     ushmemi_cuda.nbi_pending = 0;
     pthread_mutex_unlock(&ushmemi_cuda.lock);
+}
+
+/* ---- the proxy's hands (src/transport/proxy/hands.c, devring.c) ----
+ * Its own non-blocking stream and lock: the proxy thread serves other hosts
+ * and the kernels' ring while the application's threads use the internal
+ * stream, and a kernel on the legacy default stream may be waiting for the
+ * very copy or atomic asked for. */
+
+int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    if (!ushmemi_cuda_is_device(dst) && !ushmemi_cuda_is_device(src))
+        return 0;
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&u->proxy_lock);
+    CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
+                                      u->proxy_stream),
+             call);
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
+    pthread_mutex_unlock(&u->proxy_lock);
+    return 1;
+}
+
+/* A set is a stream memory operation (no SM needed, so it lands even while
+ * kernels fill the GPU, e.g. one spinning in a device barrier for it); the
+ * other operations are the one-thread AMO kernel. */
+uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
+                                uint64_t cond, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
+    if (size != 4 && size != 8)
+        ushmemi_fatal(call, "unsupported AMO size %zu", size);
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&u->proxy_lock);
+    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)remote;
+    uint64_t old = 0;
+    if (op == USHMEMI_AMO_SET) {
+        CU_CHECK(size == 8 ? ushmemi_cu.cuStreamWriteValue64(u->proxy_stream, dst, value,
+                                                             CU_STREAM_WRITE_VALUE_DEFAULT)
+                           : ushmemi_cu.cuStreamWriteValue32(u->proxy_stream, dst, (uint32_t)value,
+                                                             CU_STREAM_WRITE_VALUE_DEFAULT),
+                 call);
+        CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
+    } else {
+        CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
+        int kop = (int)op;
+        uint32_t v32 = (uint32_t)value, c32 = (uint32_t)cond;
+        CUdeviceptr out = u->scratch_d + OUT;
+        void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
+                          size == 4 ? (void *)&c32 : (void *)&cond, &out};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, u->proxy_stream, params, NULL),
+                 call);
+        CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
+        old = __atomic_load_n(&u->scratch[OUT / 8], __ATOMIC_ACQUIRE);
+    }
+    pthread_mutex_unlock(&u->proxy_lock);
+    return size == 4 ? (uint32_t)old : old;
+}
+
+void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev)
+{
+    void *p = NULL;
+    CUdeviceptr d = 0;
+    if (!ushmemi_g.cuda_active)
+        return NULL;
+    ushmemi_cuda_ctx();
+    if (ushmemi_cu.cuMemHostAlloc(&p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) !=
+        CUDA_SUCCESS)
+        return NULL;
+    if (ushmemi_cu.cuMemHostGetDevicePointer(&d, p, 0) != CUDA_SUCCESS) {
+        ushmemi_cu.cuMemFreeHost(p);
+        return NULL;
+    }
+    *dev = (uint64_t)d;
+    return p;
 }
 
 int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call)

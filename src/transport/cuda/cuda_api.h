@@ -139,6 +139,7 @@ typedef struct {
     X(cuStreamSynchronize, (CUstream s))                                                           \
     X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \
     X(cuStreamWaitValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))     \
+    X(cuStreamWriteValue32, (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))    \
     X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *user_data))                                \
     X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))                                      \
     X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                     \

@@ -47,7 +47,13 @@ typedef struct {
     CUstream stream;
     CUstream poll_stream; /* non-blocking: reads for wait/test, never held up */
     pthread_mutex_t lock; /* the internal stream and the scratch page */
-    uint64_t *scratch;    /* pinned host page, device-mapped */
+    /* The proxy's hands (its thread carries out other hosts' requests and the
+     * kernels' ring requests): non-blocking, so a kernel of the application
+     * running on the legacy default stream, perhaps waiting for that very
+     * request, never holds them up. */
+    CUstream proxy_stream;
+    pthread_mutex_t proxy_lock; /* proxy_stream and its scratch word */
+    uint64_t *scratch;          /* pinned host page, device-mapped */
     CUdeviceptr scratch_d;
     int nbi_pending; /* nbi work on the internal stream not yet synchronized */
     CUmodule mod;    /* embedded kernels; NULL when built without nvcc */

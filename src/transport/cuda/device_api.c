@@ -30,12 +30,20 @@ _Static_assert(SHMEMX_DEV_CMP_GE == SHMEM_CMP_GE && SHMEMX_DEV_CMP_LE == SHMEM_C
 /* The pinned host word kernels poll for the job's end (scratch page). */
 #define ABORT_OFF 2048
 
+/* The reverse-offload ring's words in device memory (internal region): head
+ * and free_cache on lines of their own, then the descriptor kernels read. */
+#define RING_OFF ((size_t)512 << 10)
+_Static_assert(RING_OFF >= SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_SYNC_SIZE &&
+                   RING_OFF + 128 + sizeof(ushmemi_dev_ring_t) <= USHMEMI_CUDA_INTERNAL_SIZE,
+               "ring words overlap the internal region's other parts");
+
 static struct {
     uint32_t flags;
     int reason;
     int gpu_pes, sm_sum, sm_total;
     int32_t pci[3];
     char why[400];
+    uint64_t ring; /* device address of the ring descriptor, 0: none */
 } dev;
 
 /* Under MPS the device reports only this client's SMs (66 of an H200's 132 at
@@ -251,6 +259,38 @@ void ushmemi_cuda_dev_team_reset(int slot)
     pthread_mutex_unlock(&u->lock);
 }
 
+uint64_t ushmemi_cuda_dev_ring_words(void)
+{
+    return ushmemi_g.cuda_active ? ushmemi_cuda.base + RING_OFF : 0;
+}
+
+/* head = 0, free_cache = cap (every slot of the first lap is free), then the
+ * descriptor; handles filled from now on carry it. */
+int ushmemi_cuda_dev_ring_install(const void *desc, size_t n, uint32_t cap, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    uint64_t words[16] = {0};
+    if (n != sizeof(ushmemi_dev_ring_t))
+        return USHMEM_EINVAL;
+    words[8] = cap;
+    ushmemi_cuda_ctx();
+    CUresult r =
+        ushmemi_cu.cuMemcpy(u->base + RING_OFF, (CUdeviceptr)(uintptr_t)words, sizeof words);
+    if (r == CUDA_SUCCESS)
+        r = ushmemi_cu.cuMemcpy(u->base + RING_OFF + 128, (CUdeviceptr)(uintptr_t)desc, n);
+    if (r != CUDA_SUCCESS) {
+        ushmemi_error(call, "cannot write the device request ring: %s", ushmemi_cu_errstr(r));
+        return USHMEM_ESYS;
+    }
+    dev.ring = u->base + RING_OFF + 128;
+    return 0;
+}
+
+void ushmemi_cuda_dev_ring_remove(void)
+{
+    dev.ring = 0;
+}
+
 /* ---- public ---- */
 
 static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
@@ -293,6 +333,7 @@ static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
     d.peer_base = u->base + PEER_TABLE_OFF;
     d.sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
     ushmemi_cuda_dev_wait_limits(&d.abort_flag, &d.wait_timeout_ns);
+    d.proxy = dev.ring;
     *out = d;
     return 0;
 }

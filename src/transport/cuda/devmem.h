@@ -62,6 +62,23 @@ uint64_t ushmemi_cuda_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64
                           uint64_t cond, const char *call);
 void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const char *call);
 
+/* ---- the proxy's hands (src/transport/proxy) ----
+ * On the proxy's own non-blocking stream (never behind the application's
+ * kernels). copy: 1 when either side is device memory (done), else 0. amo:
+ * a set is a stream memory operation, the rest the one-thread AMO kernel. */
+int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call);
+uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
+                                uint64_t cond, const char *call);
+/* Page-locked host memory mapped into the device (kernels reach it at *dev);
+ * free with ushmemi_cuda_host_free. NULL when CUDA is off or it fails. */
+void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev);
+/* The reverse-offload ring kernels use (device_api.c): its device-memory
+ * words (head at words, free_cache at words + 64) and descriptor, installed
+ * for the handles shmemx_dev_get fills from now on; 0 words: none. */
+uint64_t ushmemi_cuda_dev_ring_words(void);
+int ushmemi_cuda_dev_ring_install(const void *desc, size_t n, uint32_t cap, const char *call);
+void ushmemi_cuda_dev_ring_remove(void);
+
 /* ---- wait/test (wait.c) ---- */
 /* When addr is device memory, copy its size bytes to out and return 1. */
 int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call);

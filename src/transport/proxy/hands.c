@@ -19,13 +19,8 @@ void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *
 {
     if (n == 0)
         return;
-    if (ushmemi_g.cuda_active) {
-        int dst_dev = ushmemi_cuda_is_device(dst);
-        /* cuda_put copies when either side is device memory (dst_dev says
-         * so for dst; it looks at src itself). */
-        if (ushmemi_cuda_put(dst, src, n, dst_dev, 0, call))
-            return;
-    }
+    if (ushmemi_g.cuda_active && ushmemi_cuda_proxy_copy(dst, src, n, call))
+        return; /* device memory on either side */
     memcpy(dst, src, n);
 }
 
@@ -36,7 +31,7 @@ uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint
     if ((size != 4 && size != 8) || (uintptr_t)sym % size)
         ushmemi_fatal(call, "proxy: bad atomic (%zu bytes at %p)", size, sym);
     if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym))
-        return ushmemi_cuda_amo(op, size, sym, value, cond, call);
+        return ushmemi_cuda_proxy_amo(op, size, sym, value, cond, call);
     if (size == 4)
         USHMEMI_CPU_AMO(uint32_t, sym, op, value, cond);
     else

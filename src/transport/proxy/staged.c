@@ -374,10 +374,25 @@ static int t_amo(ushmemi_amo_desc_t *d)
 }
 
 /* A marked PE is unmarked before its QUIET goes out: a put issued by another
- * thread meanwhile either precedes the QUIET or marks the PE again. */
+ * thread meanwhile either precedes the QUIET or marks the PE again. Quiets
+ * take turns (the kernels' request thread and the application's threads
+ * quiet at once): one that finds nothing marked while another's QUIETs are
+ * out must still wait for their answers, which cover its puts too. */
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static int quiet_locked(void);
 static int t_quiet(void)
 {
-    if (!attached || !atomic_exchange_explicit(&any_dirty, 0, memory_order_acq_rel))
+    if (!attached)
+        return 0;
+    pthread_mutex_lock(&quiet_lock);
+    int rc = quiet_locked();
+    pthread_mutex_unlock(&quiet_lock);
+    return rc;
+}
+
+static int quiet_locked(void)
+{
+    if (!atomic_exchange_explicit(&any_dirty, 0, memory_order_acq_rel))
         return 0;
     int n = G.n_pes, rc = MPI_SUCCESS, nreq = 0;
     MPI_Request *req = malloc((size_t)n * sizeof *req);

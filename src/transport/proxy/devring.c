@@ -1,0 +1,228 @@
+/* Reverse offload, host side: kernels' requests for PEs whose device heap
+ * this process does not map (other hosts) come through a ring in pinned host
+ * memory (ring.h; the producer is in include/shmemx_device.cuh) to one
+ * consumer thread per PE, which carries each out with the transport that
+ * reaches the peer (the staged proxy) and answers the requests the kernel
+ * waits for.
+ *
+ * Order: the thread takes requests in ticket order and does one at a time,
+ * and the staged proxy delivers one PE's requests to a target in the order
+ * they were sent. A kernel thread takes its tickets in program order, so its
+ * requests to one PE arrive in that order: a signal after its data, a get
+ * after earlier puts; fence costs nothing. quiet is a request of its own:
+ * the transport's quiet, after every earlier ticket; quiet_upto then tells
+ * kernels which tickets are known complete, so a quiet with nothing new
+ * since costs one read of that word. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "shmemx_device_types.h"
+#include "transport/cuda/devmem.h"
+#include "transport/proxy/devring.h"
+#include "transport/proxy/ring.h"
+#include "transport/transport.h"
+
+#define CALL "device API (proxy)"
+#define CAP  4096u /* requests in flight; a full ring holds kernels back */
+
+_Static_assert(sizeof(ushmemi_ring_t) + 8 == sizeof(ushmemi_dev_ring_t) &&
+                   offsetof(ushmemi_ring_t, cap) == offsetof(ushmemi_dev_ring_t, cap) &&
+                   offsetof(ushmemi_ring_t, ret) == offsetof(ushmemi_dev_ring_t, ret),
+               "the device ring descriptor follows ring.h's layout");
+
+static struct {
+    ushmemi_ring_consumer_t c;
+    void *mem;            /* pinned: the ring, then the quiet word */
+    uint64_t *quiet_upto; /* host view */
+    pthread_t thread;
+    int started;
+    _Atomic int run;
+} R;
+
+static const char *op_name(unsigned op)
+{
+    switch (op) {
+    case USHMEMI_REQ_PUT:
+    case USHMEMI_REQ_PUT_INLINE: return "put";
+    case USHMEMI_REQ_GET:
+    case USHMEMI_REQ_GET_SMALL: return "get";
+    case USHMEMI_REQ_AMO: return "atomic";
+    case USHMEMI_REQ_PUT_SIGNAL:
+    case USHMEMI_REQ_PUT_SIGNAL_INLINE: return "put with signal";
+    case USHMEMI_REQ_QUIET: return "quiet";
+    }
+    return "unknown request";
+}
+
+/* One request; the result for those the kernel waits on. Errors end the job
+ * (the kernel would wait forever), with the PE, the operation and why. */
+static uint64_t carry_out(const ushmemi_ring_desc_t *q)
+{
+    uint64_t w0 = q->w[0];
+    unsigned op = (unsigned)(w0 & 0x7f), len = (unsigned)((w0 >> 8) & 0xff);
+    unsigned aux = (unsigned)((w0 >> 16) & 0xffff);
+    int pe = (int)(uint32_t)(w0 >> 32);
+    void *sym = (void *)(uintptr_t)q->w[1];
+    uint64_t value = 0;
+    int rc = 0;
+    if (op == USHMEMI_REQ_QUIET) {
+        rc = ushmemi_proxy_tl ? ushmemi_proxy_tl->quiet() : 0;
+        if (!rc)
+            __atomic_store_n(R.quiet_upto, q->seq, __ATOMIC_RELEASE); /* ticket + 1 */
+        goto done;
+    }
+    if (pe < 0 || pe >= ushmemi_g.n_pes)
+        ushmemi_fatal(CALL, "a kernel's %s names PE %d (n_pes %d)", op_name(op), pe,
+                      ushmemi_g.n_pes);
+    const ushmemi_transport_ops_t *t = ushmemi_route(sym, pe);
+    if (!t || !t->put)
+        ushmemi_fatal(CALL, "a kernel's %s to PE %d at %p: no transport reaches that memory",
+                      op_name(op), pe, sym);
+    switch (op) {
+    case USHMEMI_REQ_PUT:
+        rc = t->put(sym, (const void *)(uintptr_t)q->w[2], (size_t)q->w[3], pe,
+                    !(w0 & USHMEMI_REQ_WAIT));
+        break;
+    case USHMEMI_REQ_PUT_INLINE:
+        rc = len <= USHMEMI_REQ_INLINE_MAX ? t->put(sym, &q->w[2], len, pe, 0) : USHMEM_EINVAL;
+        break;
+    case USHMEMI_REQ_GET:
+        rc = t->get((void *)(uintptr_t)q->w[2], sym, (size_t)q->w[3], pe, 0);
+        break;
+    case USHMEMI_REQ_GET_SMALL:
+        rc = len <= 8 ? t->get(&value, sym, len, pe, 0) : USHMEM_EINVAL;
+        break;
+    case USHMEMI_REQ_AMO: {
+        size_t size = (aux >> 8) & 0xff;
+        ushmemi_amo_desc_t a;
+        memset(&a, 0, sizeof a);
+        a.op = (ushmemi_amo_op_t)(aux & 0xff);
+        a.dtype = USHMEMI_DT(USHMEMI_KIND_UINT, (int)size);
+        a.remote = sym;
+        a.value = q->w[2];
+        a.cond = q->w[3];
+        a.pe = pe;
+        rc = (size == 4 || size == 8) && a.op <= USHMEMI_AMO_XOR && t->amo ? t->amo(&a)
+                                                                           : USHMEM_EINVAL;
+        value = a.result;
+        break;
+    }
+    case USHMEMI_REQ_PUT_SIGNAL:
+    case USHMEMI_REQ_PUT_SIGNAL_INLINE: {
+        int in = op == USHMEMI_REQ_PUT_SIGNAL_INLINE;
+        const void *src = in ? (const void *)&q->w[2] : (const void *)(uintptr_t)q->w[2];
+        size_t n = in ? len : (size_t)q->w[3];
+        uint64_t *sig = (uint64_t *)(uintptr_t)q->w[4];
+        if (in && len > USHMEMI_REQ_SIGNAL_INLINE_MAX)
+            rc = USHMEM_EINVAL;
+        else if (t->put_signal && ushmemi_route(sig, pe) == t)
+            rc = t->put_signal(sym, src, n, sig, q->w[5], (int)aux, pe);
+        else
+            rc = USHMEM_EUNSUPPORTED;
+        break;
+    }
+    default: rc = USHMEM_EINVAL; break;
+    }
+done:
+    if (rc)
+        ushmemi_fatal(CALL, "a kernel's %s to PE %d at %p failed: %s", op_name(op), pe, sym,
+                      rc == USHMEM_EINVAL ? "not a symmetric device-heap address, or a bad request"
+                                          : ushmemi_strerror(rc));
+    return value;
+}
+
+/* Spins while busy; when nothing came for a while, naps, doubling up to
+ * USHMEM_PROXY_IDLE_US, so idle PEs leave the CPU to the application. */
+static void *consumer_main(void *arg)
+{
+    (void)arg;
+    long idle = 0, nap_ns = 0, nap_max_ns = ushmemi_env.proxy_idle_us * 1000L;
+    ushmemi_ring_desc_t q;
+    while (__atomic_load_n(&R.run, __ATOMIC_ACQUIRE)) {
+        if (!ushmemi_ring_poll(&R.c, &q)) {
+            if (++idle > 2000 && nap_max_ns > 0) {
+                nap_ns = nap_ns ? (nap_ns * 2 < nap_max_ns ? nap_ns * 2 : nap_max_ns) : 1000;
+                struct timespec ts = {0, nap_ns};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        idle = nap_ns = 0;
+        uint64_t v = carry_out(&q);
+        ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
+    }
+    return NULL;
+}
+
+int ushmemi_devring_start(const char *call)
+{
+    uint64_t dmem = 0;
+    size_t bytes = ushmemi_ring_bytes(CAP), total = bytes + 64;
+    if (R.started || !ushmemi_cuda_dev_ring_words())
+        return 0;
+    R.mem = ushmemi_cuda_host_alloc_mapped(total, &dmem);
+    if (!R.mem) {
+        ushmemi_error(call, "cannot allocate the device request ring (%zu bytes of pinned memory)",
+                      total);
+        return USHMEM_ENOMEM;
+    }
+    if (ushmemi_ring_init(&R.c, R.mem, bytes, CAP)) {
+        ushmemi_cuda_host_free(R.mem);
+        R.mem = NULL;
+        return USHMEM_EINVAL;
+    }
+    R.quiet_upto = (uint64_t *)((char *)R.mem + bytes);
+    *R.quiet_upto = 0;
+    /* The kernels' view: host words at their device addresses. */
+    const ushmemi_ring_t *h = &R.c.ring;
+    uint64_t words = ushmemi_cuda_dev_ring_words();
+#define DEV(p) (dmem + (uint64_t)((const char *)(p) - (const char *)R.mem))
+    ushmemi_dev_ring_t d = {
+        .head = words,
+        .free_cache = words + 64,
+        .free_upto = DEV(h->free_upto),
+        .abort_word = DEV(h->abort_word),
+        .slots = DEV(h->slots),
+        .ret = DEV(h->ret),
+        .mask = h->mask,
+        .cap = h->cap,
+        .quiet_upto = DEV(R.quiet_upto),
+    };
+#undef DEV
+    int rc = ushmemi_cuda_dev_ring_install(&d, sizeof d, CAP, call);
+    if (!rc) {
+        __atomic_store_n(&R.run, 1, __ATOMIC_RELEASE);
+        rc = pthread_create(&R.thread, NULL, consumer_main, NULL) ? USHMEM_ESYS : 0;
+        if (rc) {
+            ushmemi_error(call, "cannot start the device request thread");
+            ushmemi_cuda_dev_ring_remove();
+        }
+    }
+    if (rc) {
+        ushmemi_cuda_host_free(R.mem);
+        R.mem = NULL;
+        return rc;
+    }
+    R.started = 1;
+    ushmemi_debug(call, "device API: kernels reach unmapped PEs through a ring of %u requests",
+                  CAP);
+    return 0;
+}
+
+/* Kernels still waiting on the ring see its abort word and trap with a line;
+ * the thread finishes the request it is carrying out. */
+void ushmemi_devring_stop(void)
+{
+    if (!R.started)
+        return;
+    ushmemi_ring_shutdown(&R.c);
+    __atomic_store_n(&R.run, 0, __ATOMIC_RELEASE);
+    pthread_join(R.thread, NULL);
+    ushmemi_cuda_dev_ring_remove();
+    ushmemi_cuda_host_free(R.mem);
+    R.mem = NULL;
+    R.started = 0;
+}

@@ -1,0 +1,13 @@
+/* Reverse offload: the thread that carries out kernels' requests for PEs
+ * whose device heap is not mapped here (devring.c). */
+#ifndef USHMEM_PROXY_DEVRING_H
+#define USHMEM_PROXY_DEVRING_H
+
+/* After the proxy transport attached, on a PE with a device heap and some
+ * device heap it does not map: the ring kernels' handles carry, and its
+ * consumer thread. 0 or USHMEM_E*. */
+int ushmemi_devring_start(const char *call);
+/* Before the transports detach (finalize): kernels still waiting trap. */
+void ushmemi_devring_stop(void);
+
+#endif
