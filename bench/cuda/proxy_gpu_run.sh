@@ -11,7 +11,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 O=${1:-${OUT:-/tmp/ushmem-proxygpu}}
 mkdir -p "$O"
 B=${USHMEM_GPU_BUILD:-$root/build-proxygpu}
-STAGES=${STAGES:-single proxy cudamix bench}
+STAGES=${STAGES:-single proxy cudamix dev bench}
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 . "$root/bench/cuda/common.sh"
@@ -51,6 +51,27 @@ if has cudamix; then
   for t in cuda_heap cuda_coll cuda_stream cuda_coll_stream; do
     timeout 100 env USHMEM_FAKE_HOSTS=2 USHMEM_TEST_QUICK=1 $MPIRUN --timeout 90 -n 4 "$B/tests/cuda/$t" >"$O/mix_$t.log" 2>&1
     echo "$t: exit $? $(grep -m2 -E 'ushmem:|FAIL|differ|passed' "$O/mix_$t.log" | tr '\n' ' ' | cut -c1-300)"
+  done
+fi
+if has dev; then
+  # The device API (and the GPU tests) with PEs on two pretend hosts: under
+  # MPS with the SM shares summing to the GPU (device waits allowed), then
+  # without MPS (the PEs' contexts time-slice the GPU: slow, so the short ones).
+  export USHMEM_TEST_QUICK=1 USHMEM_TEST_LITMUS_ROUNDS=${LITMUS:-2000} USHMEM_TEST_BARRIER_EPOCHS=200
+  trap mps_quit EXIT
+  if mps_start devproxy; then
+    for n in ${DEV_NP:-2 4}; do
+      for t in ${DEV_PROGS:-dev_moe dev_rma dev_amo}; do
+        timeout ${DEV_LIMIT:-100} env USHMEM_FAKE_HOSTS=2 CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / n)) \
+          $MPIRUN --timeout $((${DEV_LIMIT:-100} - 5)) -n $n "$B/tests/cuda/$t" >"$O/mps_${t}_np$n.log" 2>&1
+        echo "MPS $t np$n: exit $? $(grep -c PASS "$O/mps_${t}_np$n.log") PASS lines; $(grep -m3 -E 'FAIL|ushmem:|limit' "$O/mps_${t}_np$n.log" | tr '\n' ' ' | cut -c1-400)"
+      done
+    done
+    mps_quit
+  fi
+  for t in ${NOMPS_PROGS:-dev_moe}; do
+    timeout 60 env USHMEM_FAKE_HOSTS=2 $MPIRUN --timeout 55 -n 2 "$B/tests/cuda/$t" >"$O/nomps_${t}_np2.log" 2>&1
+    echo "no MPS $t np2: exit $? $(grep -c PASS "$O/nomps_${t}_np2.log") PASS lines; $(grep -m3 -E 'FAIL|ushmem:|limit' "$O/nomps_${t}_np2.log" | tr '\n' ' ' | cut -c1-400)"
   done
 fi
 if has bench; then

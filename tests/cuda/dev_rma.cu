@@ -25,7 +25,9 @@ static const size_t SRC_SZ = MAXN + 64;
 static const size_t DST_SZ = GUARD + 64 + MAXN + GUARD;
 static const size_t PRIV_SZ = GUARD + 64 + MAXGET + GUARD;
 static const size_t PER_THREAD = 32 << 10; /* bytes per thread at most: bounds the run time */
-static const int NPUT = 140, NGET = 60;
+/* USHMEM_TEST_QUICK (PEs on pretend hosts, where every transfer to the other
+ * host goes through the proxy): fewer transfers, the same sizes. */
+static int NPUT = 140, NGET = 60;
 static const size_t fixed_sizes[] = {1, 2, 3, 15, 16, 17, 4095, 4096, 4097};
 static const int NFIXED = (int)(sizeof fixed_sizes / sizeof fixed_sizes[0]);
 
@@ -455,6 +457,10 @@ int main(void)
 {
     shmemx_dev_t d = dt_init();
     int me = shmem_my_pe(), np = shmem_n_pes();
+    if (getenv("USHMEM_TEST_QUICK") && atoi(getenv("USHMEM_TEST_QUICK")) > 0) {
+        NPUT = 40;
+        NGET = 20;
+    }
     (void)dt_waits_allowed(d); /* informative: nothing here waits on the device */
     int atomics = (d.flags & SHMEMX_DEV_F_PEER_ATOMICS) != 0;
     if (!atomics && me == 0)

@@ -34,6 +34,7 @@ enum {
     K_COPY,
     K_COLL_COPY,
     K_COLL_SYNC,
+    K_PROXY_REQ,
     K_NFIXED,
 };
 
@@ -128,6 +129,10 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call);
  * (and why); what every device wait polls: the device address of the word
  * set when the job ends, and USHMEM_DEVICE_WAIT_TIMEOUT in ns (0: none). */
 int ushmemi_cuda_dev_waits(void);
+/* The world handle for the library's own kernels (the ring's requests), and
+ * whether kernels have a ring (some device heap is reached through the proxy). */
+void ushmemi_cuda_dev_world(shmemx_dev_t *d);
+int ushmemi_cuda_dev_has_ring(void);
 const char *ushmemi_cuda_dev_waits_why(void);
 void ushmemi_cuda_dev_wait_limits(uint64_t *abort_flag, uint64_t *timeout_ns);
 

@@ -291,6 +291,18 @@ void ushmemi_cuda_dev_ring_remove(void)
     dev.ring = 0;
 }
 
+int ushmemi_cuda_dev_has_ring(void)
+{
+    return dev.ring != 0;
+}
+
+static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call);
+void ushmemi_cuda_dev_world(shmemx_dev_t *d)
+{
+    if (dev_fill(SHMEM_TEAM_WORLD, d, "stream operation"))
+        ushmemi_fatal("stream operation", "no device handle for the proxy's requests");
+}
+
 /* ---- public ---- */
 
 static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)

@@ -42,6 +42,18 @@ extern "C" __global__ void ushmemi_k_sigadd(unsigned long long *p, unsigned long
     ushmemi_dev_red_release_add64(p, v);
 }
 
+// A stream operation on a PE this process does not map (another host): one
+// thread hands the request to this PE's proxy through the ring, as a kernel
+// of the device API would, and waits when it is one to wait for, so the
+// stream gets past it once the proxy has carried it out.
+extern "C" __global__ void ushmemi_k_proxy_req(const shmemx_dev_t d, const ushmemi_kreq_t r)
+{
+    uint64_t q[7];
+    for (int i = 0; i < 7; i++)
+        q[i] = r.w[i];
+    (void)ushmemi_dev_ring_call(d, q, (int)(q[0] >> 32), "stream operation through the proxy");
+}
+
 // dst[0, n) = src[0, n) by threads tid of nthr: 16-byte words with four
 // loads in flight per thread when both are 16-byte aligned, else bytes.
 __device__ static void copy_part(char *dst, const char *src, unsigned long long n,
@@ -149,13 +161,48 @@ extern "C" __global__ void ushmemi_k_coll_sync(const ushmemi_kcoll_args_t a)
     kcoll_round(a, 1, call);
 }
 
-template <typename T> struct op_and { __device__ static T f(T a, T b) { return a & b; } };
-template <typename T> struct op_or { __device__ static T f(T a, T b) { return a | b; } };
-template <typename T> struct op_xor { __device__ static T f(T a, T b) { return a ^ b; } };
-template <typename T> struct op_max { __device__ static T f(T a, T b) { return a > b ? a : b; } };
-template <typename T> struct op_min { __device__ static T f(T a, T b) { return a < b ? a : b; } };
-template <typename T> struct op_sum { __device__ static T f(T a, T b) { return a + b; } };
-template <typename T> struct op_prod { __device__ static T f(T a, T b) { return a * b; } };
+template <typename T> struct op_and {
+    __device__ static T f(T a, T b)
+    {
+        return a & b;
+    }
+};
+template <typename T> struct op_or {
+    __device__ static T f(T a, T b)
+    {
+        return a | b;
+    }
+};
+template <typename T> struct op_xor {
+    __device__ static T f(T a, T b)
+    {
+        return a ^ b;
+    }
+};
+template <typename T> struct op_max {
+    __device__ static T f(T a, T b)
+    {
+        return a > b ? a : b;
+    }
+};
+template <typename T> struct op_min {
+    __device__ static T f(T a, T b)
+    {
+        return a < b ? a : b;
+    }
+};
+template <typename T> struct op_sum {
+    __device__ static T f(T a, T b)
+    {
+        return a + b;
+    }
+};
+template <typename T> struct op_prod {
+    __device__ static T f(T a, T b)
+    {
+        return a * b;
+    }
+};
 
 // Every result element is combined over all members in member order, so all
 // PEs get bit-identical floating-point results, and written to each dest.
@@ -198,21 +245,22 @@ template <typename T, typename OP> __device__ static void redsync(const ushmemi_
             d[i] = stage[i];
 }
 
-#define RED_KERNEL(sfx, T, opn)                                                             \
-    extern "C" __global__ void ushmemi_k_red_##sfx##_##opn(const ushmemi_kred_args_t a)     \
-    {                                                                                       \
-        reduce<T, op_##opn<T>>(a);                                                          \
-    }                                                                                       \
-    extern "C" __global__ void ushmemi_k_redsync_##sfx##_##opn(const ushmemi_kcoll_args_t a) \
-    {                                                                                       \
-        redsync<T, op_##opn<T>>(a);                                                         \
+#define RED_KERNEL(sfx, T, opn)                                                                    \
+    extern "C" __global__ void ushmemi_k_red_##sfx##_##opn(const ushmemi_kred_args_t a)            \
+    {                                                                                              \
+        reduce<T, op_##opn<T>>(a);                                                                 \
+    }                                                                                              \
+    extern "C" __global__ void ushmemi_k_redsync_##sfx##_##opn(const ushmemi_kcoll_args_t a)       \
+    {                                                                                              \
+        redsync<T, op_##opn<T>>(a);                                                                \
     }
-#define RED_INT(sfx, T)                                                                 \
-    RED_KERNEL(sfx, T, and)                                                             \
-    RED_KERNEL(sfx, T, or) RED_KERNEL(sfx, T, xor) RED_KERNEL(sfx, T, max)            \
-        RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
-#define RED_FLOAT(sfx, T)                                                               \
-    RED_KERNEL(sfx, T, max)                                                             \
+#define RED_INT(sfx, T)                                                                            \
+    RED_KERNEL(sfx, T, and)                                                                        \
+    RED_KERNEL(sfx, T, or)                                                                         \
+    RED_KERNEL(sfx, T, xor) RED_KERNEL(sfx, T, max) RED_KERNEL(sfx, T, min)                        \
+        RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+#define RED_FLOAT(sfx, T)                                                                          \
+    RED_KERNEL(sfx, T, max)                                                                        \
     RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
 
 RED_INT(i32, int)

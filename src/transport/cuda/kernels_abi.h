@@ -78,4 +78,10 @@ typedef struct {
     X(f64, double)
 #define USHMEMI_KRED_OPS(X) X(and) X(or) X(xor) X(max) X(min) X(sum) X(prod)
 
+/* A stream operation on a PE this process does not map: the request words
+ * of the reverse-offload ring (shmemx_device_types.h, USHMEMI_REQ_*). */
+typedef struct {
+    unsigned long long w[7];
+} ushmemi_kreq_t;
+
 #endif

@@ -59,6 +59,48 @@ static char *sym_peer(const void *sym, size_t n, int pe, int *dev, const char *w
     return r;
 }
 
+/* sym_peer for the operations the proxy can carry: NULL when pe's copy is
+ * not mapped here but a kernel's request reaches it (another host). */
+static char *sym_route(const void *sym, size_t n, int pe, int *dev, const char *what,
+                       const char *call)
+{
+    USHMEMI_CHECK_INIT(call);
+    if (pe >= 0 && pe < ushmemi_g.n_pes && ushmemi_cuda_dev_has_ring()) {
+        int s = ushmemi_seg_of(sym, n ? n : 1);
+        if (s >= 0 && !ushmemi_xlate(sym, pe) && ushmemi_route(sym, pe)) {
+            *dev = ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE;
+            return NULL;
+        }
+    }
+    return sym_peer(sym, n, pe, dev, what, call);
+}
+
+/* Hands a request (USHMEMI_REQ_*) to this PE's proxy when the stream gets
+ * there: a one-thread kernel on the ring, waiting for the answer when the
+ * request says so, so later work on the stream comes after it. */
+static void proxy_on_stream(CUstream s, unsigned op, unsigned len, unsigned aux, int pe,
+                            const void *a1, const void *a2, uint64_t a3, const void *a4,
+                            uint64_t a5, const char *call)
+{
+    shmemx_dev_t d;
+    ushmemi_kreq_t r = {
+        {(uint64_t)op | (uint64_t)len << 8 | (uint64_t)aux << 16 | (uint64_t)(uint32_t)pe << 32,
+         (uint64_t)(uintptr_t)a1, (uint64_t)(uintptr_t)a2, a3, (uint64_t)(uintptr_t)a4, a5, 0}};
+    ushmemi_cuda_dev_world(&d);
+    void *params[] = {&d, &r};
+    CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda_fixed(K_PROXY_REQ, call), 1, 1, 1, 1, 1, 1, 0,
+                                       s, params, NULL),
+             call);
+}
+
+/* Every request handed to the proxy before is complete at its target. */
+static void proxy_quiet_on_stream(CUstream s, const char *call)
+{
+    if (ushmemi_cuda_dev_has_ring())
+        proxy_on_stream(s, USHMEMI_REQ_QUIET | USHMEMI_REQ_WAIT, 0, 0, ushmemi_g.my_pe, NULL, NULL,
+                        0, NULL, 0, call);
+}
+
 static int local_is_dev(const void *p)
 {
     return ushmemi_g.cuda_active && ushmemi_cuda_is_device(p);
@@ -138,14 +180,18 @@ USHMEMI_API void shmemx_putmem_on_stream(void *dest, const void *source, size_t 
         USHMEMI_CHECK_INIT(call);
         return;
     }
-    char *r = sym_peer(dest, nelems, pe, &ddev, "dest", call);
+    char *r = sym_route(dest, nelems, pe, &ddev, "dest", call);
     int sdev = local_is_dev(source);
     if (!stream && !ddev && !sdev) {
         ushmemi_put(SHMEM_CTX_DEFAULT, dest, source, nelems, pe, call);
         return;
     }
     need_cuda(call);
-    stream_copy(r, ddev, source, sdev, nelems, (CUstream)stream, call);
+    if (!r) /* another host: the source is free once the stream gets past it */
+        proxy_on_stream((CUstream)stream, USHMEMI_REQ_PUT | USHMEMI_REQ_WAIT, 0, 0, pe, dest,
+                        source, nelems, NULL, 0, call);
+    else
+        stream_copy(r, ddev, source, sdev, nelems, (CUstream)stream, call);
 }
 
 USHMEMI_API void shmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int pe,
@@ -157,14 +203,18 @@ USHMEMI_API void shmemx_getmem_on_stream(void *dest, const void *source, size_t 
         USHMEMI_CHECK_INIT(call);
         return;
     }
-    char *r = sym_peer(source, nelems, pe, &sdev, "source", call);
+    char *r = sym_route(source, nelems, pe, &sdev, "source", call);
     int ddev = local_is_dev(dest);
     if (!stream && !ddev && !sdev) {
         ushmemi_get(SHMEM_CTX_DEFAULT, dest, source, nelems, pe, call);
         return;
     }
     need_cuda(call);
-    stream_copy(dest, ddev, r, sdev, nelems, (CUstream)stream, call);
+    if (!r)
+        proxy_on_stream((CUstream)stream, USHMEMI_REQ_GET | USHMEMI_REQ_WAIT, 0, 0, pe, source,
+                        dest, nelems, NULL, 0, call);
+    else
+        stream_copy(dest, ddev, r, sdev, nelems, (CUstream)stream, call);
 }
 
 static void stream_signal(uint64_t *rsig, int sdev, uint64_t value, int sig_op, CUstream s,
@@ -198,18 +248,35 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
     if ((uintptr_t)sig_addr % 8)
         ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
     if (nelems)
-        r = sym_peer(dest, nelems, pe, &ddev, "dest", call);
-    uint64_t *rsig = (uint64_t *)sym_peer(sig_addr, 8, pe, &sigdev, "sig_addr", call);
+        r = sym_route(dest, nelems, pe, &ddev, "dest", call);
+    uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
     int sdev = nelems ? local_is_dev(source) : 0;
-    if (!stream && !ddev && !sdev && !sigdev) {
+    int via_proxy = (nelems && !r) || !rsig;
+    if (!stream && !ddev && !sdev && !sigdev && !via_proxy) {
         ushmemi_put_signal(SHMEM_CTX_DEFAULT, dest, source, nelems, sig_addr, signal, sig_op, pe, 0,
                            call);
         return;
     }
     need_cuda(call);
-    if (nelems)
-        stream_copy(r, ddev, source, sdev, nelems, (CUstream)stream, call);
-    stream_signal(rsig, sigdev, signal, sig_op, (CUstream)stream, call);
+    CUstream s = (CUstream)stream;
+    if (nelems && !r && !rsig) { /* one request: the proxy signals after the data */
+        proxy_on_stream(s, USHMEMI_REQ_PUT_SIGNAL | USHMEMI_REQ_WAIT, 0, (unsigned)sig_op, pe, dest,
+                        source, nelems, sig_addr, signal, call);
+        return;
+    }
+    if (nelems && !r) {
+        proxy_on_stream(s, USHMEMI_REQ_PUT | USHMEMI_REQ_WAIT, 0, 0, pe, dest, source, nelems, NULL,
+                        0, call);
+        proxy_quiet_on_stream(s, call); /* the data is there before the signal */
+    } else if (nelems) {
+        stream_copy(r, ddev, source, sdev, nelems, s, call);
+    }
+    if (!rsig)
+        proxy_on_stream(s, USHMEMI_REQ_AMO, 0,
+                        (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) | 8u << 8,
+                        pe, sig_addr, (const void *)(uintptr_t)signal, 0, NULL, 0, call);
+    else
+        stream_signal(rsig, sigdev, signal, sig_op, s, call);
 }
 
 /* ---- waits ---- */
@@ -431,6 +498,14 @@ static CUdeviceptr peer_heap(int w, const char *call)
  * stream s (under sync_lock). */
 static void sync_signal(CUstream s, int w, const char *call)
 {
+    CUdeviceptr mine = ushmemi_cuda.base + (CUdeviceptr)ushmemi_g.my_pe * 8;
+    if (!ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w] && ushmemi_cuda_dev_has_ring()) {
+        /* another host: the proxy sets our word in w's recv[] */
+        proxy_on_stream(s, USHMEMI_REQ_AMO, 0, USHMEMI_AMO_SET | 8u << 8, w,
+                        (const void *)(uintptr_t)mine,
+                        (const void *)(uintptr_t)++ushmemi_cuda.sent[w], 0, NULL, 0, call);
+        return;
+    }
     CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s,
                                              peer_heap(w, call) + (CUdeviceptr)ushmemi_g.my_pe * 8,
                                              ++ushmemi_cuda.sent[w], CU_STREAM_WRITE_VALUE_DEFAULT),
@@ -480,19 +555,25 @@ static void team_sync_on_stream(shmem_team_t team, shmemx_stream_t stream, int q
         return;
     }
     ushmemi_cuda_ctx();
-    if (quiet)
-        ushmemi_quiet(SHMEM_CTX_DEFAULT); /* the host API's nbi work */
+    if (quiet) {
+        ushmemi_quiet(SHMEM_CTX_DEFAULT);              /* the host API's nbi work */
+        proxy_quiet_on_stream((CUstream)stream, call); /* the stream's requests to other hosts */
+    }
     ushmemi_cuda_stream_sync(team, (CUstream)stream, call);
 }
 
-/* Stream work is complete when the stream gets past it, and the signals' and
- * barriers' memory operations fence before writing: nothing to add on the
- * stream; the host API's nbi copies are completed here. */
+/* Stream work on mapped peers is complete when the stream gets past it, and
+ * the signals' and barriers' memory operations fence before writing: nothing
+ * to add for them; the host API's nbi copies are completed here, and requests
+ * to other hosts by a QUIET request in stream order. */
 USHMEMI_API void shmemx_quiet_on_stream(shmemx_stream_t stream)
 {
-    (void)stream;
     USHMEMI_CHECK_INIT("shmemx_quiet_on_stream");
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
+    if (ushmemi_g.cuda_active) { /* requests to other hosts complete in stream order */
+        ushmemi_cuda_ctx();
+        proxy_quiet_on_stream((CUstream)stream, "shmemx_quiet_on_stream");
+    }
 }
 
 USHMEMI_API void shmemx_barrier_all_on_stream(shmemx_stream_t stream)
@@ -547,6 +628,42 @@ static char *member_copy(const void *sym, shmem_team_t team, int i, const char *
                       "member on this host",
                       ushmemi_team_world_pe(team, i));
     return p;
+}
+
+/* Some member's device heap is reached through the proxy (another host):
+ * the same answer on every member (each sees the others of other hosts). */
+static int team_proxied(shmem_team_t team)
+{
+    if (!ushmemi_cuda_dev_has_ring())
+        return 0;
+    for (int i = 0; i < team->size; i++)
+        if (!ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[ushmemi_team_world_pe(team, i)])
+            return 1;
+    return 0;
+}
+
+/* Member i's copy of [sym, sym+n) = [src, src+n), in stream order: a copy
+ * when it is mapped here, else a put request to the proxy. */
+static void member_put(void *sym, shmem_team_t team, int i, const void *src, int sdev, size_t n,
+                       CUstream s, const char *call)
+{
+    int w = ushmemi_team_world_pe(team, i);
+    char *p = ushmemi_xlate(sym, w);
+    if (p)
+        stream_copy(p, ushmemi_cuda_is_sym(sym), src, sdev, n, s, call);
+    else if (team_proxied(team))
+        proxy_on_stream(s, USHMEMI_REQ_PUT | USHMEMI_REQ_WAIT, 0, 0, w, sym, src, n, NULL, 0, call);
+    else
+        (void)member_copy(sym, team, i, call); /* says why */
+}
+
+/* The end of a copy-path collective: the puts to other hosts complete, then
+ * the members synchronize. */
+static void coll_end(shmem_team_t team, CUstream s, const char *call)
+{
+    if (team_proxied(team))
+        proxy_quiet_on_stream(s, call);
+    ushmemi_cuda_stream_sync(team, s, call);
 }
 
 static size_t mul(size_t a, size_t b, const char *call)
@@ -614,7 +731,8 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int overlap, co
 {
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
-    if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES)
+    if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES ||
+        team_proxied(team)) /* members on other hosts: only the copy path reaches them */
         return ALG_COPY;
     /* The leader writes every dest element right after reading that element
      * of every source, so dest == source is safe there; a partial overlap
@@ -786,10 +904,10 @@ USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, cons
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n; /* spread the traffic: everyone starts with a different peer */
-        stream_copy(member_copy(dest, team, j, call) + (size_t)me * nelems, ddev,
-                    (const char *)source + (size_t)j * nelems, sdev, nelems, s, call);
+        member_put((char *)dest + (size_t)me * nelems, team, j,
+                   (const char *)source + (size_t)j * nelems, sdev, nelems, s, call);
     }
-    ushmemi_cuda_stream_sync(team, s, call);
+    coll_end(team, s, call);
     return 0;
 }
 
@@ -812,8 +930,8 @@ USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, con
     ushmemi_cuda_stream_sync(team, s, call);
     if (team->my_pe == PE_root)
         for (int j = 0; j < team->size && nelems; j++)
-            stream_copy(member_copy(dest, team, j, call), ddev, source, sdev, nelems, s, call);
-    ushmemi_cuda_stream_sync(team, s, call);
+            member_put(dest, team, j, source, sdev, nelems, s, call);
+    coll_end(team, s, call);
     return 0;
 }
 
@@ -836,10 +954,9 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n;
-        stream_copy(member_copy(dest, team, j, call) + (size_t)me * nelems, ddev, source, sdev,
-                    nelems, s, call);
+        member_put((char *)dest + (size_t)me * nelems, team, j, source, sdev, nelems, s, call);
     }
-    ushmemi_cuda_stream_sync(team, s, call);
+    coll_end(team, s, call);
     return 0;
 }
 
@@ -887,8 +1004,17 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     memset(&args, 0, sizeof args);
     args.npes = n;
     args.nelems = nreduce;
-    for (int j = 0; j < n; j++)
-        args.src[j] = member_copy(source, team, j, call);
+    /* Members on other hosts: their sources are fetched through the proxy
+     * into a local gather buffer first (after the opening sync, below). */
+    CUdeviceptr gather = 0;
+    int proxied = team_proxied(team);
+    if (proxied)
+        CU_CHECK(ushmemi_cu.cuMemAllocAsync(&gather, (size_t)n * (nbytes ? nbytes : 1), s), call);
+    for (int j = 0; j < n; j++) {
+        char *p = ushmemi_xlate(source, ushmemi_team_world_pe(team, j));
+        args.src[j] = p || !proxied ? member_copy(source, team, j, call)
+                                    : (void *)(uintptr_t)(gather + (size_t)j * nbytes);
+    }
     unsigned long long blocks = (nreduce + 255) / 256;
     unsigned grid = blocks < 1056 ? (unsigned)(blocks ? blocks : 1) : 1056;
     if (alg == ALG_LEADER) {
@@ -910,8 +1036,15 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     args.ndest = 1;
     args.dest[0] = inplace ? (void *)(uintptr_t)tmp : dest;
     ushmemi_cuda_stream_sync(team, s, call);
+    for (int j = 0; proxied && nbytes && j < n; j++)
+        if (!ushmemi_xlate(source, ushmemi_team_world_pe(team, j)))
+            proxy_on_stream(s, USHMEMI_REQ_GET | USHMEMI_REQ_WAIT, 0, 0,
+                            ushmemi_team_world_pe(team, j), source, args.src[j], nbytes, NULL, 0,
+                            call);
     if (nreduce)
         launch(f, grid, 1, 256, 0, &args, s, call);
+    if (gather)
+        CU_CHECK(ushmemi_cu.cuMemFreeAsync(gather, s), call);
     if (inplace) {
         /* Everyone has read every source before anyone overwrites its own. */
         ushmemi_cuda_stream_sync(team, s, call);
