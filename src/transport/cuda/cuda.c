@@ -100,10 +100,9 @@ static long choose_device(const char **source, int *soft, int *modulo)
 static int load_kernels(const char *call)
 {
     const void *image = ushmemi_cuda_kernels_image();
-    static const char *const fixed_names[K_NFIXED] = {"ushmemi_k_amo32",     "ushmemi_k_amo64",
-                                                      "ushmemi_k_sigadd",    "ushmemi_k_copy",
-                                                      "ushmemi_k_coll_copy", "ushmemi_k_coll_sync",
-                                                      "ushmemi_k_proxy_req"};
+    static const char *const fixed_names[K_NFIXED] = {
+        "ushmemi_k_amo32",     "ushmemi_k_amo64",     "ushmemi_k_sigadd",   "ushmemi_k_copy",
+        "ushmemi_k_coll_copy", "ushmemi_k_coll_sync", "ushmemi_k_proxy_req"};
     if (!image) {
         ushmemi_debug(call, "library built without nvcc: device atomics, signal ADD on a stream "
                             "and reductions on a stream are unavailable");
@@ -708,7 +707,10 @@ int ushmemi_cuda_is_device(const void *p)
         if (seg->kind == USHMEMI_MEM_HOST && (uintptr_t)p - (uintptr_t)seg->base < seg->size)
             return 0;
     }
-    /* The plural form: an unknown (pageable) pointer is not an API error. */
+    /* The plural form: an unknown (pageable) pointer is not an API error.
+     * The context first: the proxy's threads ask too, and without a current
+     * context the driver calls device memory unknown. */
+    ushmemi_cuda_ctx();
     unsigned int type = 0;
     int attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
     void *data[] = {&type};
@@ -856,9 +858,18 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
 
 int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call)
 {
-    ushmemi_cuda_t *u = &ushmemi_cuda;
     if (!ushmemi_cuda_is_device(dst) && !ushmemi_cuda_is_device(src))
         return 0;
+    ushmemi_cuda_proxy_copy_any(dst, src, n, call);
+    return 1;
+}
+
+/* The driver tells the kinds apart (unified addressing): kernels hand over
+ * addresses of any memory (device, stream-ordered pools, managed, mapped
+ * host), where asking the kind first is not reliable. */
+void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
     ushmemi_cuda_ctx();
     pthread_mutex_lock(&u->proxy_lock);
     CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
@@ -866,7 +877,6 @@ int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *ca
              call);
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
     pthread_mutex_unlock(&u->proxy_lock);
-    return 1;
 }
 
 /* A set is a stream memory operation (no SM needed, so it lands even while

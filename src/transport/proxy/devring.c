@@ -25,8 +25,9 @@
 #include "transport/proxy/ring.h"
 #include "transport/transport.h"
 
-#define CALL "device API (proxy)"
-#define CAP  4096u /* requests in flight; a full ring holds kernels back */
+#define CALL   "device API (proxy)"
+#define CAP    4096u             /* requests in flight; a full ring holds kernels back */
+#define BOUNCE ((size_t)4 << 20) /* staging for kernels' sources and destinations */
 
 _Static_assert(sizeof(ushmemi_ring_t) + 8 == sizeof(ushmemi_dev_ring_t) &&
                    offsetof(ushmemi_ring_t, cap) == offsetof(ushmemi_dev_ring_t, cap) &&
@@ -37,6 +38,7 @@ static struct {
     ushmemi_ring_consumer_t c;
     void *mem;            /* pinned: the ring, then the quiet word */
     uint64_t *quiet_upto; /* host view */
+    char *bounce;         /* BOUNCE bytes of pinned memory */
     pthread_t thread;
     int started;
     _Atomic int run;
@@ -55,6 +57,44 @@ static const char *op_name(unsigned op)
     case USHMEMI_REQ_QUIET: return "quiet";
     }
     return "unknown request";
+}
+
+/* A kernel's source or destination may be any memory a kernel can address
+ * (device, a stream-ordered pool, managed, mapped host): the proxy does not
+ * ask which. It moves the bytes through its pinned bounce buffer with the
+ * driver's copy (which tells the kinds apart) and hands the transport host
+ * memory only, BOUNCE bytes at a time; the transport applies one PE's
+ * requests in order, so the signal of a put with signal rides on the last
+ * piece. */
+static int staged_put(const ushmemi_transport_ops_t *t, char *sym, const char *src, size_t n,
+                      uint64_t *sig, uint64_t signal, int sig_op, int pe)
+{
+    size_t done = 0;
+    do {
+        size_t c = n - done < BOUNCE ? n - done : BOUNCE;
+        ushmemi_cuda_proxy_copy_any(R.bounce, src + done, c, CALL);
+        int last = done + c == n;
+        int rc = sig && last ? t->put_signal(sym + done, R.bounce, c, sig, signal, sig_op, pe)
+                             : t->put(sym + done, R.bounce, c, pe, 0);
+        if (rc)
+            return rc;
+        done += c;
+    } while (done < n);
+    return 0;
+}
+
+static int staged_get(const ushmemi_transport_ops_t *t, char *dest, const char *sym, size_t n,
+                      int pe)
+{
+    for (size_t done = 0; done < n;) {
+        size_t c = n - done < BOUNCE ? n - done : BOUNCE;
+        int rc = t->get(R.bounce, sym + done, c, pe, 0);
+        if (rc)
+            return rc;
+        ushmemi_cuda_proxy_copy_any(dest + done, R.bounce, c, CALL);
+        done += c;
+    }
+    return 0;
 }
 
 /* One request; the result for those the kernel waits on. Errors end the job
@@ -83,14 +123,13 @@ static uint64_t carry_out(const ushmemi_ring_desc_t *q)
                       op_name(op), pe, sym);
     switch (op) {
     case USHMEMI_REQ_PUT:
-        rc = t->put(sym, (const void *)(uintptr_t)q->w[2], (size_t)q->w[3], pe,
-                    !(w0 & USHMEMI_REQ_WAIT));
+        rc = staged_put(t, sym, (const char *)(uintptr_t)q->w[2], (size_t)q->w[3], NULL, 0, 0, pe);
         break;
     case USHMEMI_REQ_PUT_INLINE:
         rc = len <= USHMEMI_REQ_INLINE_MAX ? t->put(sym, &q->w[2], len, pe, 0) : USHMEM_EINVAL;
         break;
     case USHMEMI_REQ_GET:
-        rc = t->get((void *)(uintptr_t)q->w[2], sym, (size_t)q->w[3], pe, 0);
+        rc = staged_get(t, (char *)(uintptr_t)q->w[2], sym, (size_t)q->w[3], pe);
         break;
     case USHMEMI_REQ_GET_SMALL:
         rc = len <= 8 ? t->get(&value, sym, len, pe, 0) : USHMEM_EINVAL;
@@ -113,15 +152,16 @@ static uint64_t carry_out(const ushmemi_ring_desc_t *q)
     case USHMEMI_REQ_PUT_SIGNAL:
     case USHMEMI_REQ_PUT_SIGNAL_INLINE: {
         int in = op == USHMEMI_REQ_PUT_SIGNAL_INLINE;
-        const void *src = in ? (const void *)&q->w[2] : (const void *)(uintptr_t)q->w[2];
-        size_t n = in ? len : (size_t)q->w[3];
         uint64_t *sig = (uint64_t *)(uintptr_t)q->w[4];
-        if (in && len > USHMEMI_REQ_SIGNAL_INLINE_MAX)
+        if ((in && len > USHMEMI_REQ_SIGNAL_INLINE_MAX) || !t->put_signal)
             rc = USHMEM_EINVAL;
-        else if (t->put_signal && ushmemi_route(sig, pe) == t)
-            rc = t->put_signal(sym, src, n, sig, q->w[5], (int)aux, pe);
-        else
+        else if (ushmemi_route(sig, pe) != t)
             rc = USHMEM_EUNSUPPORTED;
+        else if (in)
+            rc = t->put_signal(sym, &q->w[2], len, sig, q->w[5], (int)aux, pe);
+        else
+            rc = staged_put(t, sym, (const char *)(uintptr_t)q->w[2], (size_t)q->w[3], sig, q->w[5],
+                            (int)aux, pe);
         break;
     }
     default: rc = USHMEM_EINVAL; break;
@@ -169,10 +209,13 @@ int ushmemi_devring_start(const char *call)
                       total);
         return USHMEM_ENOMEM;
     }
-    if (ushmemi_ring_init(&R.c, R.mem, bytes, CAP)) {
+    R.bounce = ushmemi_cuda_host_alloc(BOUNCE);
+    if (!R.bounce || ushmemi_ring_init(&R.c, R.mem, bytes, CAP)) {
+        int rc = R.bounce ? USHMEM_EINVAL : USHMEM_ENOMEM;
+        ushmemi_cuda_host_free(R.bounce);
         ushmemi_cuda_host_free(R.mem);
-        R.mem = NULL;
-        return USHMEM_EINVAL;
+        R.mem = R.bounce = NULL;
+        return rc;
     }
     R.quiet_upto = (uint64_t *)((char *)R.mem + bytes);
     *R.quiet_upto = 0;
@@ -202,8 +245,9 @@ int ushmemi_devring_start(const char *call)
         }
     }
     if (rc) {
+        ushmemi_cuda_host_free(R.bounce);
         ushmemi_cuda_host_free(R.mem);
-        R.mem = NULL;
+        R.mem = R.bounce = NULL;
         return rc;
     }
     R.started = 1;
@@ -222,7 +266,8 @@ void ushmemi_devring_stop(void)
     __atomic_store_n(&R.run, 0, __ATOMIC_RELEASE);
     pthread_join(R.thread, NULL);
     ushmemi_cuda_dev_ring_remove();
+    ushmemi_cuda_host_free(R.bounce);
     ushmemi_cuda_host_free(R.mem);
-    R.mem = NULL;
+    R.mem = R.bounce = NULL;
     R.started = 0;
 }
