@@ -49,7 +49,8 @@ def test_layout_matches_c():
     assert kinds["magic"] is ctypes.c_uint32 and kinds["flags"] is ctypes.c_uint32
     assert kinds["my_pe"] is ctypes.c_int32 and kinds["heap_base"] is ctypes.c_uint64
     assert kinds["gpu_pci"]._type_ is ctypes.c_int32 and kinds["gpu_pci"]._length_ == 3
-    assert kinds["reserved"]._type_ is ctypes.c_uint64 and kinds["reserved"]._length_ == 4
+    assert kinds["reserved"]._type_ is ctypes.c_uint64 and kinds["reserved"]._length_ == 3
+    assert kinds["proxy"] is ctypes.c_uint64
 
 
 def test_constants():
