@@ -5,13 +5,13 @@
 # daemon); the existing CUDA tests under mpirun on pretend hosts (which work
 # across hosts and which do not yet); routes; the proxy benchmark against
 # the MPI floor and a mapped peer.
-# usage: bench/cuda/proxy_gpu_run.sh [OUTDIR]     STAGES="single proxy cudamix bench"
+# usage: bench/cuda/proxy_gpu_run.sh [OUTDIR]     STAGES="single proxy cudamix dev devbench bench"
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 O=${1:-${OUT:-/tmp/ushmem-proxygpu}}
 mkdir -p "$O"
 B=${USHMEM_GPU_BUILD:-$root/build-proxygpu}
-STAGES=${STAGES:-single proxy cudamix dev bench}
+STAGES=${STAGES:-single proxy cudamix dev devbench bench}
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 . "$root/bench/cuda/common.sh"
@@ -73,6 +73,27 @@ if has dev; then
     timeout 60 env USHMEM_FAKE_HOSTS=2 $MPIRUN --timeout 55 -n 2 "$B/tests/cuda/$t" >"$O/nomps_${t}_np2.log" 2>&1
     echo "no MPS $t np2: exit $? $(grep -c PASS "$O/nomps_${t}_np2.log") PASS lines; $(grep -m3 -E 'FAIL|ushmem:|limit' "$O/nomps_${t}_np2.log" | tr '\n' ' ' | cut -c1-400)"
   done
+fi
+if has devbench; then
+  # The device API to a peer on another pretend host (the ring and the
+  # proxy) and to a mapped peer, both under MPS (device waits for the
+  # ping-pong), and the MPI floor between host buffers, in one run.
+  echo "== device API: proxy vs mapped vs MPI floor (2 PEs, MPS 50% each)"
+  nvcc -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -I"$root/include" \
+    "$root/bench/cuda/bench_dev_proxy.cu" -o "$B/bench_dev_proxy" "$B/libushmem.so" \
+    -Xlinker -rpath="$B" >"$O/devbench_build.log" 2>&1 || tail -5 "$O/devbench_build.log"
+  trap mps_quit EXIT
+  if mps_start devbench; then
+    for mode in proxy mapped; do
+      fh=""; [ $mode = proxy ] && fh="USHMEM_FAKE_HOSTS=2"
+      timeout 150 env $fh USHMEM_DEVICE_HEAP_SIZE=1G CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 \
+        $MPIRUN --timeout 140 -n 2 "$B/bench_dev_proxy" ${DEVBENCH_MAX:-67108864} >"$O/devbench_$mode.txt" 2>&1
+      echo "$mode: exit $?"; grep -E "^(proxy|mapped)" "$O/devbench_$mode.txt"
+    done
+    mps_quit
+  fi
+  timeout 100 $MPIRUN -n 2 "$B/bench/mpi_floor" ${DEVBENCH_MAX:-67108864} >"$O/floor.txt" 2>&1
+  echo "MPI floor:"; cat "$O/floor.txt" | head -20
 fi
 if has bench; then
   unset USHMEM_DEVICE_HEAP_SIZE
