@@ -87,4 +87,38 @@ for how in g k; do
     fi
   done
 done
+# 7. A rank killed while its peers have requests in flight through its proxy
+#    (4 PEs on two pretend hosts, host memory through the staged proxy): the
+#    job ends within 5 s, with a line naming the rank.
+cat > "$tmp/inflight.c" <<'C'
+#include <shmem.h>
+#include <signal.h>
+#include <unistd.h>
+static long buf[4096], ctr;
+int main(void)
+{
+    shmem_init();
+    int me = shmem_my_pe();
+    shmem_barrier_all();
+    if (me == 3) {
+        usleep(300000); /* let the others' requests flow */
+        raise(SIGKILL);
+    }
+    for (long i = 0;; i++) { /* never ends: the kill must end the job */
+        shmem_long_put_nbi(buf, buf, 4096, 3);
+        shmem_long_atomic_fetch_add(&ctr, 1, 3);
+        shmem_long_get(buf, buf, 64, 3);
+        if (i % 8 == 0)
+            shmem_quiet();
+    }
+    return 0;
+}
+C
+"$BUILD_DIR/tools/ushcc" "$tmp/inflight.c" -o "$tmp/inflight" || exit 1
+start=$(date +%s%N)
+out=$(USHMEM_FAKE_HOSTS=2 USHMEM_PROXY_HOST=1 "${MPIRUN[@]}" -n 4 "$tmp/inflight" 2>&1); rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le 5000 ] && grep -Eqi "rank 3|PE 3" <<<"$out" \
+  && ok "rank killed with proxy requests in flight: job ends in ${ms} ms, naming it" \
+  || bad "killed rank with requests in flight (rc $rc, ${ms} ms)" "$out"
 exit $fail
