@@ -62,7 +62,10 @@ static int proxy_attach(const char *call)
     int unmapped_dev = 0;
     for (int pe = 0; pe < n; pe++)
         unmapped_dev |= peer_dev[pe] != NULL;
-    if (unmapped_dev && ushmemi_g.cuda_active && (rc = ushmemi_devring_start(call)) != 0) {
+    /* Testing without a GPU: the same ring in host memory (USHMEM_PROXY_HOST). */
+    int host_ring = !ushmemi_g.cuda_active && ushmemi_env.proxy_host;
+    if (((unmapped_dev && ushmemi_g.cuda_active) || host_ring) &&
+        (rc = ushmemi_devring_start(call)) != 0) {
         ushmemi_proxy_tl = NULL;
         p->detach();
         goto undo_init;

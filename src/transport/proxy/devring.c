@@ -12,7 +12,12 @@
  * after earlier puts; fence costs nothing. quiet is a request of its own:
  * the transport's quiet, after every earlier ticket; quiet_upto then tells
  * kernels which tickets are known complete, so a quiet with nothing new
- * since costs one read of that word. */
+ * since costs one read of that word.
+ *
+ * Without a GPU, with USHMEM_PROXY_HOST=1 (testing), the ring lives in
+ * ordinary memory and host threads play the kernels through ring.h's host
+ * producer (tests/mpi/devring_host.c): the same consumer and requests, on
+ * host memory of other pretend hosts, in CI. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,7 @@ _Static_assert(sizeof(ushmemi_ring_t) + 8 == sizeof(ushmemi_dev_ring_t) &&
 
 static struct {
     ushmemi_ring_consumer_t c;
+    int host;             /* the ring in ordinary memory, no GPU (testing) */
     void *mem;            /* pinned: the ring, then the quiet word */
     uint64_t *quiet_upto; /* host view */
     char *bounce;         /* BOUNCE bytes of pinned memory */
@@ -66,13 +72,21 @@ static const char *op_name(unsigned op)
  * memory only, BOUNCE bytes at a time; the transport applies one PE's
  * requests in order, so the signal of a put with signal rides on the last
  * piece. */
+static void copy_any(void *dst, const void *src, size_t n)
+{
+    if (R.host)
+        memcpy(dst, src, n);
+    else
+        ushmemi_cuda_proxy_copy_any(dst, src, n, CALL);
+}
+
 static int staged_put(const ushmemi_transport_ops_t *t, char *sym, const char *src, size_t n,
                       uint64_t *sig, uint64_t signal, int sig_op, int pe)
 {
     size_t done = 0;
     do {
         size_t c = n - done < BOUNCE ? n - done : BOUNCE;
-        ushmemi_cuda_proxy_copy_any(R.bounce, src + done, c, CALL);
+        copy_any(R.bounce, src + done, c);
         int last = done + c == n;
         int rc = sig && last ? t->put_signal(sym + done, R.bounce, c, sig, signal, sig_op, pe)
                              : t->put(sym + done, R.bounce, c, pe, 0);
@@ -91,7 +105,7 @@ static int staged_get(const ushmemi_transport_ops_t *t, char *dest, const char *
         int rc = t->get(R.bounce, sym + done, c, pe, 0);
         if (rc)
             return rc;
-        ushmemi_cuda_proxy_copy_any(dest + done, R.bounce, c, CALL);
+        copy_any(dest + done, R.bounce, c);
         done += c;
     }
     return 0;
@@ -197,24 +211,35 @@ static void *consumer_main(void *arg)
     return NULL;
 }
 
+static void release_mem(void)
+{
+    if (R.host) {
+        free(R.bounce);
+        free(R.mem);
+    } else {
+        ushmemi_cuda_host_free(R.bounce);
+        ushmemi_cuda_host_free(R.mem);
+    }
+    R.mem = R.bounce = NULL;
+}
+
 int ushmemi_devring_start(const char *call)
 {
     uint64_t dmem = 0;
     size_t bytes = ushmemi_ring_bytes(CAP), total = bytes + 64;
-    if (R.started || !ushmemi_cuda_dev_ring_words())
+    if (R.started)
         return 0;
-    R.mem = ushmemi_cuda_host_alloc_mapped(total, &dmem);
-    if (!R.mem) {
-        ushmemi_error(call, "cannot allocate the device request ring (%zu bytes of pinned memory)",
-                      total);
-        return USHMEM_ENOMEM;
-    }
-    R.bounce = ushmemi_cuda_host_alloc(BOUNCE);
-    if (!R.bounce || ushmemi_ring_init(&R.c, R.mem, bytes, CAP)) {
-        int rc = R.bounce ? USHMEM_EINVAL : USHMEM_ENOMEM;
-        ushmemi_cuda_host_free(R.bounce);
-        ushmemi_cuda_host_free(R.mem);
-        R.mem = R.bounce = NULL;
+    R.host = !ushmemi_g.cuda_active;
+    if (!R.host && !ushmemi_cuda_dev_ring_words())
+        return 0;
+    R.mem = R.host ? aligned_alloc(64, (total + 63) / 64 * 64)
+                   : ushmemi_cuda_host_alloc_mapped(total, &dmem);
+    R.bounce = R.host ? malloc(BOUNCE) : ushmemi_cuda_host_alloc(BOUNCE);
+    if (!R.mem || !R.bounce || ushmemi_ring_init(&R.c, R.mem, bytes, CAP)) {
+        int rc = R.mem && R.bounce ? USHMEM_EINVAL : USHMEM_ENOMEM;
+        ushmemi_error(call, "cannot set up the device request ring (%zu + %zu bytes)", total,
+                      BOUNCE);
+        release_mem();
         return rc;
     }
     R.quiet_upto = (uint64_t *)((char *)R.mem + bytes);
@@ -235,19 +260,18 @@ int ushmemi_devring_start(const char *call)
         .quiet_upto = DEV(R.quiet_upto),
     };
 #undef DEV
-    int rc = ushmemi_cuda_dev_ring_install(&d, sizeof d, CAP, call);
+    int rc = R.host ? 0 : ushmemi_cuda_dev_ring_install(&d, sizeof d, CAP, call);
     if (!rc) {
         __atomic_store_n(&R.run, 1, __ATOMIC_RELEASE);
         rc = pthread_create(&R.thread, NULL, consumer_main, NULL) ? USHMEM_ESYS : 0;
         if (rc) {
             ushmemi_error(call, "cannot start the device request thread");
-            ushmemi_cuda_dev_ring_remove();
+            if (!R.host)
+                ushmemi_cuda_dev_ring_remove();
         }
     }
     if (rc) {
-        ushmemi_cuda_host_free(R.bounce);
-        ushmemi_cuda_host_free(R.mem);
-        R.mem = R.bounce = NULL;
+        release_mem();
         return rc;
     }
     R.started = 1;
@@ -265,9 +289,16 @@ void ushmemi_devring_stop(void)
     ushmemi_ring_shutdown(&R.c);
     __atomic_store_n(&R.run, 0, __ATOMIC_RELEASE);
     pthread_join(R.thread, NULL);
-    ushmemi_cuda_dev_ring_remove();
-    ushmemi_cuda_host_free(R.bounce);
-    ushmemi_cuda_host_free(R.mem);
-    R.mem = R.bounce = NULL;
+    if (!R.host)
+        ushmemi_cuda_dev_ring_remove();
+    release_mem();
     R.started = 0;
+}
+
+const ushmemi_ring_t *ushmemi_devring_host_ring(uint64_t **quiet_upto)
+{
+    if (!R.started || !R.host)
+        return NULL;
+    *quiet_upto = R.quiet_upto;
+    return &R.c.ring;
 }
