@@ -194,6 +194,8 @@ static void *consumer_main(void *arg)
 {
     (void)arg;
     long idle = 0, nap_ns = 0, nap_max_ns = ushmemi_env.proxy_idle_us * 1000L;
+    if (R.host && nap_max_ns) /* testing: keep idle PEs' CPU for the rest of the job */
+        nap_max_ns = 999999;
     ushmemi_ring_desc_t q;
     while (__atomic_load_n(&R.run, __ATOMIC_ACQUIRE)) {
         if (!ushmemi_ring_poll(&R.c, &q)) {
