@@ -57,13 +57,21 @@ static void local_hostid(char *out)
     snprintf(out, HOSTID_LEN, "%.40s/%.36s/%lu", host, boot, netns);
 }
 
+static unsigned char *machine; /* [n_pes]: same machine, before USHMEM_FAKE_HOSTS */
+
+int ushmemi_same_machine(int pe)
+{
+    return machine ? machine[pe] : ushmemi_g.is_local[pe];
+}
+
 int ushmemi_locality_init(const char *call)
 {
     int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe;
     char mine[HOSTID_LEN] = "";
     char *all = calloc((size_t)n, HOSTID_LEN);
     ushmemi_g.is_local = calloc((size_t)n, 1);
-    if (!all || !ushmemi_g.is_local) {
+    machine = calloc((size_t)n, 1);
+    if (!all || !ushmemi_g.is_local || !machine) {
         free(all);
         return USHMEM_ENOMEM;
     }
@@ -81,6 +89,7 @@ int ushmemi_locality_init(const char *call)
     int real_local = 0;
     for (int pe = 0; pe < n; pe++) {
         ushmemi_g.is_local[pe] = !strcmp(all + (size_t)pe * HOSTID_LEN, mine);
+        machine[pe] = ushmemi_g.is_local[pe];
         real_local += ushmemi_g.is_local[pe];
         if (k > 1 && (long)pe * k / n != (long)me * k / n)
             ushmemi_g.is_local[pe] = 0;
@@ -99,6 +108,8 @@ void ushmemi_locality_fini(void)
 {
     free(ushmemi_g.is_local);
     ushmemi_g.is_local = NULL;
+    free(machine);
+    machine = NULL;
 }
 
 static void sock_addr(struct sockaddr_un *sa, socklen_t *len, const char *name)

@@ -8,6 +8,9 @@
  * network namespace). Fills ushmemi_g.is_local, local_size, local_rank. */
 int ushmemi_locality_init(const char *call);
 void ushmemi_locality_fini(void);
+/* pe runs on this machine, pretend hosts (USHMEM_FAKE_HOSTS) or not: what
+ * shares a GPU, where is_local says what shares memory. */
+int ushmemi_same_machine(int pe);
 
 /* Collective over all PEs: send fds[0..nfd) to every other local PE and receive
  * theirs. on_recv(pe, fds, nfd, arg) runs once per local peer; it owns the

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/local.h"
 #include "core/team.h"
 #include "transport/cuda/cuda_priv.h"
 
@@ -114,7 +115,7 @@ static int judge_gpu(const cuda_card_t *cards, int n, const int32_t pci[3])
 {
     int pes = 0, sum = 0, total = 0, all_mps = 1;
     for (int b = 0; b < n; b++) {
-        if (cards[b].state != 1 || !ushmemi_g.is_local[b] || memcmp(cards[b].pci, pci, 12))
+        if (cards[b].state != 1 || !ushmemi_same_machine(b) || memcmp(cards[b].pci, pci, 12))
             continue;
         pes++;
         sum += cards[b].sm_ctx;
@@ -133,7 +134,8 @@ static int judge_gpu(const cuda_card_t *cards, int n, const int32_t pci[3])
     return SHMEMX_DEV_WAIT_SAFE;
 }
 
-/* Device waits are judged per host, from the same cards on every PE: our
+/* Device waits are judged per machine (pretend hosts of one machine share its
+ * GPUs), from the same cards on every PE: our
  * GPU's verdict, else the first other GPU that blocks them (dev then
  * describes that GPU; when all are safe, ours). */
 static void judge_waits(const cuda_card_t *cards, int n)
@@ -141,7 +143,7 @@ static void judge_waits(const cuda_card_t *cards, int n)
     const int32_t *mine = cards[ushmemi_g.my_pe].pci;
     dev.reason = judge_gpu(cards, n, mine);
     for (int i = 0; i < n && dev.reason == SHMEMX_DEV_WAIT_SAFE; i++)
-        if (cards[i].state == 1 && ushmemi_g.is_local[i] && memcmp(cards[i].pci, mine, 12))
+        if (cards[i].state == 1 && ushmemi_same_machine(i) && memcmp(cards[i].pci, mine, 12))
             dev.reason = judge_gpu(cards, n, cards[i].pci);
     if (dev.reason == SHMEMX_DEV_WAIT_SAFE)
         judge_gpu(cards, n, mine);
