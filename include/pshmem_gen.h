@@ -2008,6 +2008,7 @@ void pshmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t
 void pshmem_set_lock(long *lock);
 void pshmem_clear_lock(long *lock);
 int pshmem_test_lock(long *lock);
+void pstart_pes(int npes);
 void pshmem_clear_cache_inv(void);
 void pshmem_set_cache_inv(void);
 void pshmem_clear_cache_line_inv(void *dest);

@@ -7,7 +7,7 @@ what=${1:-build}
 pkgs="build-essential cmake"
 case "$what" in
   check) pkgs="$pkgs clang-format bc procps coreutils util-linux python3-dev python3-pytest \
-python3-numpy python3-torch python3-mpi4py openmpi-bin libopenmpi-dev" ;;
+python3-numpy python3-torch python3-mpi4py openmpi-bin libopenmpi-dev autoconf pkgconf" ;;
   demo) pkgs="$pkgs util-linux python3-dev python3-torch openmpi-bin libopenmpi-dev" ;;
   bench) pkgs="$pkgs util-linux openmpi-bin libopenmpi-dev" ;;
 esac

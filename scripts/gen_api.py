@@ -496,14 +496,16 @@ void ushmemi_c11_unsupported_type(const volatile void *, ...);
 
 
 def untyped_pdecls():
-    """pshmem_ prototypes of the hand-written routines declared in shmem.h (the
-    definitions alias them with USHMEMI_PSHMEM in the defining file)."""
+    """Profiling prototypes of the hand-written routines declared in shmem.h: pshmem_ for
+    shmem_, and pstart_pes for the deprecated start_pes (as in SOS and OSHMEM). The
+    definitions alias them with USHMEMI_PSHMEM in the defining file."""
     text = open(os.path.join(ROOT, "include", "shmem.h")).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    name = r"\b(shmem_\w+|start_pes)\s*\("
     out = ["\n/* Hand-written (untyped) routines of shmem.h */\n"]
-    for decl in re.findall(r"^[a-z_][^;#{}]*?\bshmem_\w+\s*\([^;]*?\);", text, flags=re.M | re.S):
-        decl = " ".join(decl.split())
-        out.append(re.sub(r"\bshmem_(\w+)\s*\(", r"pshmem_\1(", decl, count=1) + "\n")
+    for m in re.finditer(r"^[a-z_][^;#{}]*?" + name + r"[^;]*?\);", text, flags=re.M | re.S):
+        decl = " ".join(m.group(0).split())
+        out.append(re.sub(name, r"p\1(", decl, count=1) + "\n")
     return "".join(out)
 
 

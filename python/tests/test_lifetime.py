@@ -50,9 +50,14 @@ with warnings.catch_warnings(record=True) as w:
     ushmem.finalize()
 msgs = [str(x.message) for x in w]
 assert any("outlive finalize" in m for m in msgs), msgs
+# the warning names this PE (not "PE -1", the library has forgotten it by then) and says
+# what writes do (they read back locally; they do not "go nowhere")
+assert any("ushmem.finalize: PE 0:" in m and "stays local" in m for m in msgs), msgs
+assert not any("PE -1" in m or "nowhere" in m for m in msgs), msgs
 # every use below must not crash the interpreter
 assert int(arr.sum()) == 0 and mv[5] == 0
-arr[:] = 3  # writes go nowhere harmful
+arr[:] = 3  # private memory now: reads back here, no peer sees it
+assert int(arr[0]) == 3
 import ctypes
 assert ctypes.string_at(raw, 8) == bytes(8)
 if torch_t is not None:

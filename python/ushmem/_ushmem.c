@@ -30,6 +30,7 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
@@ -103,6 +104,22 @@ static const char *err_name(int code)
 #undef ERR_CASE
     }
     return "ERR_UNKNOWN";
+}
+
+/* An address for messages, as %s: PyUnicode_FromFormat's %p puts "0x" before
+ * whatever the C library prints, and glibc prints NULL as "(nil)" ("0x(nil)"). */
+typedef struct {
+    char s[24];
+} addr_txt_t;
+
+static addr_txt_t addr_txt(const void *p)
+{
+    addr_txt_t t;
+    if (p)
+        snprintf(t.s, sizeof t.s, "0x%" PRIxPTR, (uintptr_t)p);
+    else
+        snprintf(t.s, sizeof t.s, "NULL");
+    return t;
 }
 
 /* Raise ushmem.Error(message) with .code set; returns -1 for `return err(...)`. */
@@ -785,9 +802,9 @@ static PyObject *symbuf_wrap(PyObject *ptr, size_t n, const char *fn)
     Py_ssize_t i = n ? alloc_find(a, n) : -1;
     if (i < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: ptr=%p, nbytes=%zu is not inside one live symmetric allocation of "
+                     "%s: ptr=%s, nbytes=%zu is not inside one live symmetric allocation of "
                      "this PE (wrap memory that create_buffer, malloc, calloc or align returned)",
-                     fn, vp, n);
+                     fn, addr_txt(vp).s, n);
         return NULL;
     }
     SymBuf *owner = NULL;
@@ -1547,10 +1564,10 @@ static int check_sym_span(span_t *s, size_t n, const char *fn, const char *what)
                    fn, what, n, (void *)a, (void *)e->addr, e->size);
     }
     return err(ERR_NOTSYM,
-               "%s: %s (%s%p, %zu bytes) is not in a live symmetric allocation "
+               "%s: %s (%s%s, %zu bytes) is not in a live symmetric allocation "
                "(allocate it with ushmem.create_buffer(), ushmem.malloc() or the "
                "interop helpers)",
-               fn, what, s->device >= 0 ? "CUDA memory at " : "", (void *)a, n);
+               fn, what, s->device >= 0 ? "CUDA memory at " : "", addr_txt((void *)a).s, n);
 }
 
 static int check_local_span(const span_t *s, size_t n, const char *fn, const char *what)
@@ -1852,6 +1869,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     g_dev_probe = NULL; /* the device heap goes with the library */
     range_t *ranges;
     size_t nranges = heap_ranges(&ranges);
+    int me = g_me; /* the warning below comes after the library forgot who we were */
     Py_BEGIN_ALLOW_THREADS;
     shmem_finalize();
     Py_END_ALLOW_THREADS;
@@ -1862,8 +1880,9 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
         if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                              "ushmem.finalize: PE %d: %zd memoryview/numpy/DLPack export(s) of "
                              "symmetric memory outlive finalize(); their addresses stay mapped "
-                             "as private zero pages (reads give zeros, writes go nowhere)%s",
-                             g_me, g_exports,
+                             "as private memory of this process: it reads zeros at first, and "
+                             "what it writes there stays local (no other PE sees it)%s",
+                             me, g_exports,
                              lost ? ", except ranges the process mapped again meanwhile" : "") < 0)
             PyErr_WriteUnraisable(NULL);
     }
@@ -2126,9 +2145,9 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
     Py_ssize_t i = alloc_exact((uintptr_t)p);
     if (i < 0) {
         err(ERR_NOTFOUND,
-            "free: %p is not the start of a live symmetric allocation "
+            "free: %s is not the start of a live symmetric allocation "
             "(already freed?)",
-            p);
+            addr_txt(p).s);
         return NULL;
     }
     if (g_allocs[i].kind == ALLOC_BUFFER) {
@@ -3097,7 +3116,7 @@ static PyObject *Team_repr(PyObject *self)
     TeamObj *t = (TeamObj *)self;
     if (t->name)
         return PyUnicode_FromFormat("ushmem.%s", t->name);
-    return PyUnicode_FromFormat("<ushmem.Team %p%s>", (void *)t->team,
+    return PyUnicode_FromFormat("<ushmem.Team %s%s>", addr_txt((void *)t->team).s,
                                 t->destroyed ? " (destroyed)" : "");
 }
 static int Team_bool(PyObject *self)

@@ -19,6 +19,7 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int exit_hook_installed;
 static int implicit_finalize_wanted; /* start_pes: finalize at exit */
 static int leaving_by_exit;          /* finalizing from exit(), not shmem_finalize */
+static pid_t init_pid;               /* the process that initialized: see exit_hook */
 
 const ushmemi_bootstrap_t *ushmemi_bootstrap(void)
 {
@@ -33,7 +34,10 @@ static void fini_locked(void);
 static void exit_hook(int status, void *arg)
 {
     (void)arg;
-    if (!ushmemi_g.initialized)
+    /* A child made by fork() without exec inherits this hook, the state and
+     * the bootstrap sockets, but it is not the PE: finalizing or aborting from
+     * it would tear down its parent's job. */
+    if (!ushmemi_g.initialized || getpid() != init_pid)
         return;
     if (status == 0) {
         if (!implicit_finalize_wanted)
@@ -90,6 +94,7 @@ static int init_locked(const ushmemi_bootstrap_t *bs_in, int requested, const ch
     rc = ushmemi_bootstrap_monitor_start();
     if (rc)
         goto undo_teams;
+    init_pid = getpid();
     if (!exit_hook_installed) {
         on_exit(exit_hook, NULL);
         exit_hook_installed = 1;
@@ -346,7 +351,8 @@ USHMEMI_API void shmem_udcflush_line(void *dest)
     (void)dest;
 }
 
-/* pshmem_ profiling names */
+/* pshmem_ profiling names (and pstart_pes for the deprecated start_pes) */
+USHMEMI_PSHMEM(start_pes)
 USHMEMI_PSHMEM(shmem_init)
 USHMEMI_PSHMEM(shmem_init_thread)
 USHMEMI_PSHMEM(shmem_finalize)

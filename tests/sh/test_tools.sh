@@ -29,10 +29,11 @@ have=$(sed -n '/<!-- env-table/,/<!-- \/env-table/p' "$SRC_DIR/README.md" | sed 
 # Exported symbols: only the OpenSHMEM API (shmem_, pshmem_, shmemx_, the
 # deprecated names) and the team handles.
 bad_syms=$(nm -D --defined-only "$BUILD_DIR/libushmem.so" | awk '{print $3}' |
-  grep -v -E '^(p?shmemx?_|start_pes$|_my_pe$|_num_pes$|shmalloc$|shfree$|shrealloc$|shmemalign$|SHMEM_TEAM_(WORLD|SHARED)$|_init$|_fini$)' || true)
+  grep -v -E '^(p?shmemx?_|p?start_pes$|_my_pe$|_num_pes$|shmalloc$|shfree$|shrealloc$|shmemalign$|SHMEM_TEAM_(WORLD|SHARED)$|_init$|_fini$)' || true)
 [ -z "$bad_syms" ] && ok "exports" || bad "unexpected exports: $bad_syms"
-# Every exported shmem_ routine has its pshmem_ profiling name.
+# Every exported shmem_ routine has its pshmem_ profiling name, and start_pes its pstart_pes.
 syms=$(nm -D --defined-only "$BUILD_DIR/libushmem.so" | awk '$2 == "T" {print $3}')
-missing=$(grep '^shmem_' <<<"$syms" | sed 's/^/p/' | sort | comm -23 - <(grep '^pshmem_' <<<"$syms" | sort))
-[ -z "$missing" ] && ok "pshmem_ name for every shmem_ routine" || bad "no pshmem_ for: $(echo $missing | head -c 400)"
+missing=$(grep -E '^(shmem_|start_pes$)' <<<"$syms" | sed 's/^/p/' | sort |
+  comm -23 - <(grep -E '^p(shmem_|start_pes$)' <<<"$syms" | sort))
+[ -z "$missing" ] && ok "profiling name for every shmem_ routine and start_pes" || bad "no profiling name: $(echo $missing | head -c 400)"
 exit $fail

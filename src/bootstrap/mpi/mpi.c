@@ -21,6 +21,7 @@
 #include "transport/mpi/mpi_priv.h"
 
 static int we_initialized; /* MPI_Init_thread was ours: MPI_Finalize at exit */
+static pid_t init_pid;     /* the process that called MPI_Init_thread */
 static int local_rank, my_rank;
 
 static int check_len(size_t len, const char *what)
@@ -85,6 +86,9 @@ static const ushmemi_bootstrap_ops_t mpi_bootstrap_ops = {
 
 static void finalize_at_exit(void)
 {
+    /* A child made by fork() runs this too; MPI is its parent's. */
+    if (getpid() != init_pid)
+        return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -146,6 +150,7 @@ int ushmemi_mpi_bootstrap(ushmemi_bootstrap_t *bs, const char *call)
         if (provided < MPI_THREAD_MULTIPLE)
             MDEBUG(call, "bootstrap: mpi: MPI provides thread level %d only", provided);
         we_initialized = 1;
+        init_pid = getpid();
         atexit(finalize_at_exit);
     }
     int rank = -1, size = 0;

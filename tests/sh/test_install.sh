@@ -1,0 +1,68 @@
+#!/bin/bash
+# `cmake --install build --prefix P`: the installed ushcc and ushmem.pc name P (the prefix chosen
+# at install time, not the configured /usr/local). Programs built with the installed ushcc
+# (and with pkg-config) run on 2 PEs under the installed ushrun; the installed ushcc still
+# works through a symlink and after the tree is moved.
+set -u
+: "${BUILD_DIR:?}" "${SRC_DIR:?}"
+cmake=${CMAKE:-cmake}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(cd "$tmp" && pwd -P)
+fail=0
+ok() { echo "PASS $1"; }; bad() { echo "FAIL $1"; fail=1; }
+p=$tmp/prefix
+
+"$cmake" --install "$BUILD_DIR" --prefix "$p" >"$tmp/install.log" 2>&1 ||
+  { echo "FAIL cmake --install: $(tail -n 10 "$tmp/install.log")"; exit 1; }
+for f in bin/ushcc bin/ushrun include/shmem.h include/mpp/shmem.h include/mpp/shmemx.h; do
+  [ -e "$p/$f" ] || bad "not installed: $f"
+done
+
+# Builds the ring example and the <mpp/...> program with the ushcc at $1, runs both on 2 PEs.
+builds_and_runs() {
+  local cc=$1 what=$2 out
+  out=$("$cc" --showme ring.c 2>&1)
+  case $out in
+  *"$SRC_DIR"* | *"$BUILD_DIR"* | *" -I/usr/local/"*) bad "$what: ushcc names the wrong tree: $out"; return ;;
+  esac
+  "$cc" -O1 "$SRC_DIR/examples/c/ring.c" -o "$tmp/ring" 2>"$tmp/cc.err" &&
+    "$cc" "$SRC_DIR/tests/tools/mpp_hello.c" -o "$tmp/mpp" 2>>"$tmp/cc.err" ||
+    { bad "$what: compile: $(head -c 400 "$tmp/cc.err")"; return; }
+  out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$p/bin/ushrun" -n 2 "$tmp/ring" 2>&1) &&
+    grep -q "PE 1 of 2 got 0 from PE 0" <<<"$out" || { bad "$what: ring: $out"; return; }
+  out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$p/bin/ushrun" -n 2 "$tmp/mpp" 2>&1) &&
+    grep -q "mpp: PE 0 of 2 got 1" <<<"$out" || { bad "$what: mpp: $out"; return; }
+  ok "$what: builds and runs on 2 PEs"
+}
+
+out=$("$p/bin/ushcc" --showme:compile)
+[ "$out" = "-I$p/include" ] && ok "installed ushcc --showme:compile: $out" ||
+  bad "installed ushcc --showme:compile: '$out', want -I$p/include"
+builds_and_runs "$p/bin/ushcc" "installed ushcc"
+ln -s "$p/bin/ushcc" "$tmp/ushcc-link"
+builds_and_runs "$tmp/ushcc-link" "installed ushcc through a symlink"
+
+# pkg-config with PKG_CONFIG_PATH into the prefix.
+pc=$(find "$p" -name ushmem.pc | head -n 1)
+if [ -z "$pc" ]; then
+  bad "ushmem.pc not installed"
+elif ! command -v pkg-config >/dev/null 2>&1; then
+  echo "SKIP pkg-config leg: pkg-config is not installed (scripts/deps.sh check installs it)"
+else
+  libdir=$(dirname "$(dirname "$pc")")
+  PKG_CONFIG_PATH=$(dirname "$pc")
+  export PKG_CONFIG_PATH
+  flags=$(pkg-config --cflags --libs ushmem | xargs) # one blank between words, none at the end
+  [ "$flags" = "-I$p/include -L$libdir -lushmem" ] && ok "pkg-config --cflags --libs ushmem: $flags" ||
+    bad "pkg-config --cflags --libs ushmem: '$flags', want '-I$p/include -L$libdir -lushmem'"
+  # shellcheck disable=SC2086
+  cc "$SRC_DIR/examples/c/ring.c" -o "$tmp/ring_pc" $flags -Wl,-rpath,"$libdir" &&
+    out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$p/bin/ushrun" -n 2 "$tmp/ring_pc" 2>&1) &&
+    grep -q "PE 0 of 2 got 1 from PE 1" <<<"$out" && ok "program built with pkg-config runs" ||
+    bad "program built with pkg-config: $out"
+fi
+
+# The installed ushcc finds its prefix from where it is, so a moved tree works too.
+mv "$p" "$tmp/moved" && p=$tmp/moved
+builds_and_runs "$p/bin/ushcc" "installed ushcc after the tree moved"
+exit $fail
