@@ -38,6 +38,11 @@
 
 #define USHRUN_MAX_PES       4096
 #define USHRUN_KILL_GRACE_MS 2000
+/* The hang report: every ushmem PE answers SIGURG with one line saying where
+ * it waits (src/sync/wait.c). SIGURG because its default action is to ignore
+ * it: a PE that is not initialized, or not a ushmem program, is unharmed. */
+#define USHRUN_REPORT_SIGNAL SIGURG
+#define USHRUN_REPORT_MS     500 /* on a timeout, time given to the reports */
 /* A line longer than this is emitted in pieces, so one chatty PE cannot exhaust memory. */
 #define USHRUN_MAX_LINE     (64 * 1024)
 #define USHRUN_EXIT_USAGE   2
@@ -76,8 +81,9 @@ static struct {
     int stopping;
     int result;
     int64_t kill_at_ms; /* when to SIGKILL stragglers; -1: not armed */
+    int64_t stop_at_ms; /* timeout: when to stop, after the reports; -1: not armed */
     int tag_output;
-} job = {.kill_at_ms = -1};
+} job = {.kill_at_ms = -1, .stop_at_ms = -1};
 
 static sigset_t orig_mask;
 static pid_t launcher_pid;
@@ -91,7 +97,8 @@ static void usage(FILE *f)
             "\nStarts N OpenSHMEM PEs of prog on this host. If one fails, stops the others and\n"
             "exits with its status (128+signal for a signal death).\n\n"
             "  -n, -np, --np N   number of PEs (1..%d)\n"
-            "  -t, --timeout S   stop the job after S seconds and exit 124 (env USHRUN_TIMEOUT)\n"
+            "  -t, --timeout S   stop the job after S seconds and exit 124 (env USHRUN_TIMEOUT);\n"
+            "                    each PE first prints the call it waits in (as on SIGUSR1)\n"
             "  --tag-output      prefix each output line with [PE n]\n"
             "  --mps             run the PEs under NVIDIA MPS (env USHRUN_MPS=1), see below\n"
             "  -h, --help        this help\n"
@@ -582,10 +589,24 @@ static void reap_children(void)
     }
 }
 
+/* Every PE prints one line: where it waits, or that it computes. */
+static void ask_where(void)
+{
+    if (job.running > 0)
+        kill(-job.pgid, USHRUN_REPORT_SIGNAL);
+}
+
 static void on_signal(int sig)
 {
     char ranks[256];
 
+    if (sig == SIGUSR1) {
+        if (!job.stopping) {
+            fprintf(stderr, "ushrun: SIGUSR1: where each PE is:\n");
+            ask_where();
+        }
+        return;
+    }
     if (job.stopping) {
         /* A second ^C means "now". */
         signal_job(SIGKILL);
@@ -603,10 +624,14 @@ static void on_timeout(double timeout_s)
     char ranks[256];
 
     running_ranks(ranks, sizeof(ranks));
-    fprintf(stderr, "ushrun: timeout after %g s; stopping %d %s (%s)\n", timeout_s, job.running,
-            pes_word(job.running), ranks);
+    fprintf(stderr, "ushrun: timeout after %g s; stopping %d %s (%s); where each PE is:\n",
+            timeout_s, job.running, pes_word(job.running), ranks);
     job.result = USHRUN_EXIT_TIMEOUT;
-    start_stopping(SIGTERM);
+    /* The PEs write their lines, then we stop them (event_loop); meanwhile a
+     * PE that ends is not a failure of its own. */
+    job.stopping = 1;
+    ask_where();
+    job.stop_at_ms = now_ms() + USHRUN_REPORT_MS;
 }
 
 /* ---- main loop ---- */
@@ -626,14 +651,22 @@ static void event_loop(int sfd, double timeout_s)
         int64_t now = now_ms(), wait_ms = -1;
         nfds_t n = 1;
 
-        if (!job.stopping && deadline >= 0 && now >= deadline)
+        if (!job.stopping && deadline >= 0 && now >= deadline) {
             on_timeout(timeout_s);
+            deadline = -1;
+        }
+        if (job.stop_at_ms >= 0 && now >= job.stop_at_ms) {
+            job.stop_at_ms = -1;
+            start_stopping(SIGTERM);
+        }
         if (job.kill_at_ms >= 0 && now >= job.kill_at_ms) {
             signal_job(SIGKILL);
             job.kill_at_ms = -1;
         }
         if (!job.stopping && deadline >= 0)
             wait_ms = deadline - now;
+        if (job.stop_at_ms >= 0 && (wait_ms < 0 || job.stop_at_ms - now < wait_ms))
+            wait_ms = job.stop_at_ms - now;
         if (job.kill_at_ms >= 0 && (wait_ms < 0 || job.kill_at_ms - now < wait_ms))
             wait_ms = job.kill_at_ms - now;
 
@@ -1185,6 +1218,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1); /* the hang report, see ask_where */
     sigprocmask(SIG_BLOCK, &mask, &orig_mask);
     sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) {

@@ -3,6 +3,7 @@
  * Without the MPI module, mpirun is still recognised so that we can say why
  * instead of starting N jobs of one PE. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -132,37 +133,46 @@ static int init_launcher(ushmemi_bootstrap_t *bs)
  * torchrun gives the ranks nothing private in common: its environment and its
  * TCPStore are open to every local user. So on one host (LOCAL_WORLD_SIZE ==
  * WORLD_SIZE, or a loopback MASTER_ADDR) rank 0 makes 16 random bytes and
- * hands them over in a file only this user can read ($XDG_RUNTIME_DIR or
- * /tmp/ushmem-<uid>, mode 0700, checked), removed once everyone joined. The
- * file names its writer (pid and start time), so a file left by a dead job is
- * never taken for a live one. Across hosts, USHMEM_SECRET (same value on every
- * rank) is the secret; without it the secret is derived from MASTER_ADDR,
- * MASTER_PORT and TORCHELASTIC_RUN_ID, which anyone can compute: rank 0 says
- * so. ushmem.init_with_torch() needs none of this (a unique id travels over
- * the process group). */
-static int private_dir(char *out, size_t size)
+ * hands them over in a file only this user can read, in the first directory
+ * private to the user (ours, mode 0700, not a link) of: $XDG_RUNTIME_DIR,
+ * /tmp/ushmem-<uid>, $HOME/.ushmem. Another user can take /tmp/ushmem-<uid>
+ * first (issue 22, item 7): then rank 0 uses the home one, and the others
+ * look in every private candidate, so no name has to travel. The file names
+ * its writer (pid and start time): a file left by a dead job is never taken
+ * for a live one, and rank 0 deletes such files when it starts (a SIGKILLed
+ * rank 0 cannot clean up). Once everyone joined the file is removed, and the
+ * directory too when it was not $XDG_RUNTIME_DIR and nothing else is in it.
+ * Across hosts, USHMEM_SECRET (same value on every rank) is the secret;
+ * without it the secret is derived from MASTER_ADDR, MASTER_PORT and
+ * TORCHELASTIC_RUN_ID, which anyone can compute: rank 0 says so.
+ * ushmem.init_with_torch() needs none of this (a unique id travels over the
+ * process group). */
+#define SECRET_DIRS    3
+#define SECRET_DIR_MAX 200
+
+/* Ours, mode 0700, a directory and not a link to one; made first if create. */
+static int dir_private(const char *path, int create)
 {
-    const char *xdg = env_str("XDG_RUNTIME_DIR");
     struct stat sb;
-    if (xdg && strlen(xdg) < size && stat(xdg, &sb) == 0 && S_ISDIR(sb.st_mode) &&
-        sb.st_uid == geteuid() && !(sb.st_mode & 077)) {
-        snprintf(out, size, "%s", xdg);
+    if (create && mkdir(path, 0700) != 0 && errno != EEXIST)
         return 0;
-    }
-    snprintf(out, size, "/tmp/ushmem-%u", (unsigned)geteuid());
-    if (mkdir(out, 0700) != 0 && errno != EEXIST) {
-        ushmemi_bootstrap_error(CALL, "torchrun: cannot create %s: %s", out, strerror(errno));
-        return USHMEM_ESYS;
-    }
-    if (lstat(out, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-        (sb.st_mode & 077)) {
-        ushmemi_bootstrap_error(CALL,
-                                "torchrun: %s is not a directory private to this user "
-                                "(someone else made it?); set USHMEM_SECRET or XDG_RUNTIME_DIR",
-                                out);
-        return USHMEM_EDENIED;
-    }
-    return 0;
+    return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+           !(sb.st_mode & 077);
+}
+
+/* The candidates, in order; [0] is $XDG_RUNTIME_DIR when it is set (never
+ * made or removed by us). */
+static int secret_dirs(char dirs[SECRET_DIRS][SECRET_DIR_MAX], int *have_xdg)
+{
+    int n = 0;
+    const char *xdg = env_str("XDG_RUNTIME_DIR"), *home = env_str("HOME");
+    *have_xdg = xdg && strlen(xdg) < SECRET_DIR_MAX;
+    if (*have_xdg)
+        snprintf(dirs[n++], SECRET_DIR_MAX, "%s", xdg);
+    snprintf(dirs[n++], SECRET_DIR_MAX, "/tmp/ushmem-%u", (unsigned)geteuid());
+    if (home && strlen(home) + sizeof "/.ushmem" <= SECRET_DIR_MAX)
+        snprintf(dirs[n++], SECRET_DIR_MAX, "%s/.ushmem", home);
+    return n;
 }
 
 /* A process's start time in clock ticks since boot (field 22 of its stat). */
@@ -190,84 +200,168 @@ static void to_hex(char *out, const uint8_t *b, size_t n)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-static int secret_file(char *path, size_t size)
+/* The file's name in any of the directories: the same for all ranks. */
+static void secret_name(char *out, size_t size)
 {
-    char dir[200];
-    int rc = private_dir(dir, sizeof dir);
-    if (rc)
-        return rc;
     const char *parts[] = {"ushmem-torchrun-file", env_str("MASTER_ADDR"), env_str("MASTER_PORT"),
                            env_str("TORCHELASTIC_RUN_ID"), env_str("WORLD_SIZE")};
     uint8_t id[16];
-    char hex[33];
+    char hex[17];
     ushmemi_bootstrap_hash(id, parts, 5);
     to_hex(hex, id, 8);
-    snprintf(path, size, "%s/torchrun-%s", dir, hex);
-    return 0;
+    snprintf(out, size, "torchrun-%s", hex);
 }
 
-/* Rank 0: write the secret where only this user's processes can read it. */
-static int secret_publish(const char *path, const uint8_t *secret)
+/* A secret line "hex pid start": 1 if its writer still runs (and *secret, when
+ * asked for, holds the bytes), else 0. */
+static int secret_parse(const char *line, uint8_t *secret)
 {
-    char tmp[300], line[96], hex[2 * USHMEMI_BS_SECRET_BYTES + 1];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        ushmemi_bootstrap_error(CALL, "torchrun: cannot create %s: %s", tmp, strerror(errno));
-        return USHMEM_ESYS;
+    char hex[2 * USHMEMI_BS_SECRET_BYTES + 1];
+    long pid = 0;
+    unsigned long long start = 0;
+    if (sscanf(line, "%32s %ld %llu", hex, &pid, &start) != 3 || pid <= 0 || start == 0 ||
+        strlen(hex) != 2 * USHMEMI_BS_SECRET_BYTES || start_time(pid) != start)
+        return 0;
+    for (int i = 0; i < USHMEMI_BS_SECRET_BYTES; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return 0;
+        if (secret)
+            secret[i] = (uint8_t)(hi << 4 | lo);
     }
+    return 1;
+}
+
+/* The secret line of a file of ours, private, not a link (dfd: its directory). */
+static int secret_read(int dfd, const char *name, char *line, size_t size)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat sb;
+    ssize_t n = -1;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & 077))
+        n = read(fd, line, size - 1);
+    close(fd);
+    line[n > 0 ? n : 0] = '\0';
+    return n > 0 ? 0 : -1;
+}
+
+/* Rank 0, before publishing: delete what dead jobs left in dir (their writer
+ * is gone), and half-written files older than a minute. */
+static void secret_clean(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    time_t old = time(NULL) - 60;
+    while ((e = readdir(d)) != NULL) {
+        struct stat sb;
+        char line[128];
+        if (strncmp(e->d_name, "torchrun-", 9) ||
+            fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode) ||
+            sb.st_uid != geteuid())
+            continue;
+        int stale = strchr(e->d_name, '.') ? sb.st_mtime < old
+                                           : secret_read(dirfd(d), e->d_name, line, sizeof line) ||
+                                                 !secret_parse(line, NULL);
+        if (stale)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* Rank 0: write the secret as dir/name, where only this user can read it.
+ * 0, or -errno (nothing printed: the caller tries the next directory). */
+static int secret_write(const char *dir, const char *name, const uint8_t *secret)
+{
+    char tmp[SECRET_DIR_MAX + 64], path[SECRET_DIR_MAX + 64], line[96];
+    char hex[2 * USHMEMI_BS_SECRET_BYTES + 1];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
+        snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
     to_hex(hex, secret, USHMEMI_BS_SECRET_BYTES);
     int len = snprintf(line, sizeof line, "%s %ld %llu\n", hex, (long)getpid(),
                        start_time((long)getpid()));
     int ok = fchmod(fd, 0600) == 0 && write(fd, line, (size_t)len) == len;
+    int e = errno;
     close(fd);
     if (!ok || rename(tmp, path) != 0) {
-        ushmemi_bootstrap_error(CALL, "torchrun: cannot write %s: %s", path, strerror(errno));
+        e = ok ? errno : e;
         unlink(tmp);
-        return USHMEM_ESYS;
+        return -e;
     }
     return 0;
 }
 
-/* The others: wait for a file whose writer is alive, this user's, private. */
-static int secret_fetch(const char *path, uint8_t *secret)
+/* Rank 0: publish in the first private candidate (made if missing); *used
+ * names the directory. A concurrent job of ours may remove an empty
+ * /tmp/ushmem-<uid> between our mkdir and our write: then try again. */
+static int secret_publish(const uint8_t *secret, char *used, size_t size)
 {
+    char dirs[SECRET_DIRS][SECRET_DIR_MAX], name[64], tried[3 * SECRET_DIR_MAX] = "";
+    int xdg, n = secret_dirs(dirs, &xdg);
+    secret_name(name, sizeof name);
+    for (int i = 0; i < n; i++) {
+        int rc = -ENOENT;
+        for (int attempt = 0; attempt < 3 && rc == -ENOENT; attempt++) {
+            if (!dir_private(dirs[i], !(xdg && i == 0))) {
+                rc = -EPERM;
+                break;
+            }
+            secret_clean(dirs[i]);
+            rc = secret_write(dirs[i], name, secret);
+        }
+        if (rc == 0 && strlen(dirs[i]) < size) {
+            memcpy(used, dirs[i], strlen(dirs[i]) + 1);
+            return 0;
+        }
+        size_t l = strlen(tried);
+        if (snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", dirs[i],
+                     rc == -EPERM ? "not a directory private to this user" : strerror(-rc)) < 0)
+            tried[l] = '\0';
+    }
+    ushmemi_bootstrap_error(CALL,
+                            "torchrun: nowhere to put the job secret: %s; set USHMEM_SECRET "
+                            "(the same 32 hex digits on every rank)",
+                            tried);
+    return USHMEM_EDENIED;
+}
+
+/* The others: wait for a file of a live writer in any private candidate. */
+static int secret_fetch(uint8_t *secret)
+{
+    char dirs[SECRET_DIRS][SECRET_DIR_MAX], name[64];
+    int xdg, n = secret_dirs(dirs, &xdg);
     long t = ushmemi_env.bootstrap_timeout;
     struct timespec t0, now;
+    secret_name(name, sizeof name);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        struct stat sb;
-        char line[128] = "";
-        if (fd >= 0) {
-            ssize_t n = -1;
-            if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
-                !(sb.st_mode & 077))
-                n = read(fd, line, sizeof line - 1);
-            close(fd);
-            line[n > 0 ? n : 0] = '\0';
-            char hex[2 * USHMEMI_BS_SECRET_BYTES + 1];
-            long pid = 0;
-            unsigned long long start = 0;
-            if (sscanf(line, "%32s %ld %llu", hex, &pid, &start) == 3 && pid > 0 &&
-                start_time(pid) == start && start != 0) {
-                int ok = 1;
-                for (int i = 0; i < USHMEMI_BS_SECRET_BYTES && ok; i++) {
-                    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-                    ok = hi >= 0 && lo >= 0;
-                    secret[i] = (uint8_t)(hi << 4 | lo);
-                }
-                if (ok)
-                    return 0;
-            }
+        for (int i = 0; i < n; i++) {
+            char line[128];
+            int dfd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+            if (dfd < 0)
+                continue;
+            struct stat sb;
+            int ok = fstat(dfd, &sb) == 0 && sb.st_uid == geteuid() && !(sb.st_mode & 077) &&
+                     secret_read(dfd, name, line, sizeof line) == 0 && secret_parse(line, secret);
+            close(dfd);
+            if (ok)
+                return 0;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (t > 0 && now.tv_sec - t0.tv_sec >= t) {
             ushmemi_bootstrap_error(CALL,
-                                    "torchrun: rank 0 did not publish the job secret in %s "
-                                    "within %ld s (is rank 0 on this host? across hosts set "
+                                    "torchrun: rank 0 did not publish the job secret (%s in %s%s%s"
+                                    "%s%s) within %ld s (is rank 0 on this host? across hosts set "
                                     "USHMEM_SECRET)",
-                                    path, t);
+                                    name, dirs[0], n > 1 ? ", " : "", n > 1 ? dirs[1] : "",
+                                    n > 2 ? ", " : "", n > 2 ? dirs[2] : "", t);
             return USHMEM_ETIMEOUT;
         }
         poll(NULL, 0, 5);
@@ -324,20 +418,19 @@ static int init_torchrun(ushmemi_bootstrap_t *bs)
         return rc;
     int local_world = 0;
     env_int("LOCAL_WORLD_SIZE", 1, INT32_MAX, 0, &local_world);
-    char path[300] = "";
+    char used[SECRET_DIR_MAX] = "";
     if (env_str("USHMEM_SECRET")) {
         rc = parse_secret("USHMEM_SECRET", cfg.secret);
     } else if (local_world == cfg.nranks || loopback(&cfg.addr)) {
-        rc = secret_file(path, sizeof path);
-        if (!rc && cfg.rank == 0) {
+        if (cfg.rank == 0) {
             if (getrandom(cfg.secret, sizeof cfg.secret, 0) != (ssize_t)sizeof cfg.secret) {
                 ushmemi_bootstrap_error(CALL, "getrandom: %s", strerror(errno));
                 rc = USHMEM_ESYS;
             } else {
-                rc = secret_publish(path, cfg.secret);
+                rc = secret_publish(cfg.secret, used, sizeof used);
             }
-        } else if (!rc) {
-            rc = secret_fetch(path, cfg.secret);
+        } else {
+            rc = secret_fetch(cfg.secret);
         }
     } else {
         const char *parts[] = {"ushmem-torchrun-v1", env_str("MASTER_ADDR"), env_str("MASTER_PORT"),
@@ -353,8 +446,15 @@ static int init_torchrun(ushmemi_bootstrap_t *bs)
     if (rc)
         return rc;
     rc = ushmemi_bootstrap_star_init(bs, &cfg);
-    if (cfg.rank == 0 && path[0])
-        unlink(path); /* everyone joined (or the job failed): nobody needs it */
+    if (used[0]) { /* everyone joined (or the job failed): nobody needs it */
+        char path[SECRET_DIR_MAX + 64], name[64];
+        const char *xdg = env_str("XDG_RUNTIME_DIR");
+        secret_name(name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", used, name);
+        unlink(path);
+        if (!xdg || strcmp(xdg, used))
+            rmdir(used); /* fails, as it should, while another job of ours uses it */
+    }
     return rc;
 }
 

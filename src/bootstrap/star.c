@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -1081,54 +1080,13 @@ static int root_judge(const pending_t *p, const uint8_t *secret)
     return rc ? -1 : rank; /* it left: it will fail, or retry, on its side */
 }
 
-/* An endpoint as /proc/net/tcp{,6} prints it: the address's 32-bit words
- * and the port in host order, in hex. */
-static void proc_net_endpoint(const struct sockaddr_storage *sa, char *out, size_t size)
-{
-    if (sa->ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        snprintf(out, size, "%08X:%04X", (unsigned)in->sin_addr.s_addr,
-                 (unsigned)ntohs(in->sin_port));
-        return;
-    }
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-    uint32_t w[4];
-    memcpy(w, &in6->sin6_addr, sizeof w);
-    snprintf(out, size, "%08X%08X%08X%08X:%04X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2],
-             (unsigned)w[3], (unsigned)ntohs(in6->sin6_port));
-}
-
-/* A TCP peer on this host (in this network namespace): the uid that owns its
- * socket, from the kernel's table. 0 and *uid, or -1 when it is not found (a
- * remote peer, or gone already). */
-static int tcp_peer_uid(int fd, const struct sockaddr_storage *peer, uid_t *uid)
-{
-    struct sockaddr_storage self;
-    socklen_t len = sizeof self;
-    if (getsockname(fd, (struct sockaddr *)&self, &len) != 0 || self.ss_family != peer->ss_family)
-        return -1;
-    char want_local[64], want_rem[64], local[64], rem[64], line[512];
-    proc_net_endpoint(peer, want_local, sizeof want_local); /* the peer's own socket */
-    proc_net_endpoint(&self, want_rem, sizeof want_rem);
-    FILE *f = fopen(peer->ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6", "re");
-    if (!f)
-        return -1;
-    int rc = -1;
-    while (rc != 0 && fgets(line, sizeof line, f)) {
-        unsigned u;
-        if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %u", local, rem, &u) == 3 &&
-            !strcasecmp(local, want_local) && !strcasecmp(rem, want_rem)) {
-            *uid = (uid_t)u;
-            rc = 0;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
 /* Root: a new connection. Refuse another user's at once (unix sockets say
- * who connects, /proc/net/tcp does for TCP from this host); send the challenge; make room under the
- * caps by dropping the oldest silent connection (a PE that loses its place connects again). */
+ * who connects; for TCP from this host the kernel's socket table does, and a
+ * local connection whose owner cannot be learned counts as another user's);
+ * send the challenge; make room under the caps by dropping the oldest silent
+ * connection (a PE that loses its place connects again). The caps count this
+ * user's local connections apart from every remote source, so strangers never
+ * take the places of the job's own PEs. */
 static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *p, int *np)
 {
     static uint64_t accepted;
@@ -1145,16 +1103,23 @@ static void root_accepted(int fd, const struct sockaddr_storage *sa, pending_t *
         }
         snprintf(c.src, sizeof c.src, "pid %d", (int)cr.pid);
     } else {
-        snprintf(c.src, sizeof c.src, "%s", c.from);
-        char *colon = strrchr(c.src, ':'); /* the IP without the port */
-        if (colon)
-            *colon = '\0';
-        /* A connection from this host names its owner in /proc/net/tcp. */
-        uid_t u;
-        if (tcp_peer_uid(fd, sa, &u) == 0 && u != geteuid()) {
-            refused(c.from, "another user (uid %u)", (unsigned)u);
+        uid_t u = (uid_t)-1;
+        int where = ushmemi_bootstrap_tcp_owner(fd, sa, &u);
+        if (where < 0 || (where == 0 && u != geteuid())) {
+            if (where < 0)
+                refused(c.from, "another user (owner unknown: the socket is closed already)");
+            else
+                refused(c.from, "another user (uid %u)", (unsigned)u);
             close(fd);
             return;
+        }
+        if (where == 0) {
+            snprintf(c.src, sizeof c.src, "this host");
+        } else {
+            snprintf(c.src, sizeof c.src, "%s", c.from);
+            char *colon = strrchr(c.src, ':'); /* the IP without the port */
+            if (colon)
+                *colon = '\0';
         }
     }
     unsigned char ch[CHALLENGE_BYTES];
@@ -1295,6 +1260,7 @@ static int root_join(const uint8_t *secret, int64_t dl)
     /* Everyone is in: whoever else still talks to us is not of this job. */
     while (np > 0)
         pending_drop(p, &np, np - 1, missing ? NULL : "the job is complete");
+    ushmemi_bootstrap_owner_done();
     if (refusals > REFUSALS_LOGGED)
         BS_ERR("refused %d more connections (not logged one by one)", refusals - REFUSALS_LOGGED);
     free(p);
@@ -1532,8 +1498,9 @@ int ushmemi_bootstrap_star_init(ushmemi_bootstrap_t *bs, const ushmemi_bs_config
     int64_t dl = deadline_in(st.timeout_ms);
     if (st.nranks > 1 && st.rank == 0) {
         if (listen_fd < 0) {
-            int backlog = st.nranks < 128 ? 128 : st.nranks > 4096 ? 4096 : st.nranks;
-            listen_fd = ushmemi_bootstrap_listen(&cfg->addr, backlog);
+            /* The kernel's cap (somaxconn), not the job size: a full queue
+             * drops a PE's SYN for a second, and strangers may fill it. */
+            listen_fd = ushmemi_bootstrap_listen(&cfg->addr, 4096);
             if (listen_fd < 0) {
                 BS_ERR("cannot listen at %s: %s%s", cfg->addr.desc, strerror(-listen_fd),
                        -listen_fd == EADDRINUSE ? " (another job, or a stale PE, holds it)"

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "bootstrap/bootstrap.h"
 #include "core/internal.h"
@@ -54,6 +55,14 @@ int ushmemi_bootstrap_addr_tcp(const char *host, long port, const char *what,
 /* Bind and listen where rank 0 should for addr (see above). Prints nothing:
  * returns the socket or -errno, so callers can say what it means for them. */
 int ushmemi_bootstrap_listen(const ushmemi_bs_addr_t *addr, int backlog);
+
+/* The owner of the other end of an accepted TCP connection (owner.c): 0 and
+ * *uid for a peer on this host, 1 for a peer on another host (the MAC decides),
+ * -1 for a local peer whose owner cannot be learned (it closed its socket
+ * already): count that one as a stranger. O(1) through netlink sock_diag where
+ * the kernel has it. ushmemi_bootstrap_owner_done frees what the lookups keep. */
+int ushmemi_bootstrap_tcp_owner(int fd, const struct sockaddr_storage *peer, uid_t *uid);
+void ushmemi_bootstrap_owner_done(void);
 
 /* FNV-1a 128 over parts (each followed by a NUL): host ids and the torchrun
  * secret. Not a cryptographic hash. */

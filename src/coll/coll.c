@@ -31,6 +31,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
         return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_BCAST, .root = root, .count = nbytes);
     int n = team->size, me = team->my_pe;
     if (root < 0 || root >= n) {
         ushmemi_error(call, "PE_root %d out of range for a team of %d PEs", root, n);
@@ -66,7 +67,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
          * others copy from it and flag it when done. */
         uint64_t epoch = ++team->pull_epoch;
         _Atomic uint64_t *flag = ushmemi_team_my_slot(team)->sync_flag;
-        ushmemi_waiter_t w = {0, call};
+        ushmemi_waiter_t w = USHMEMI_WAITER(call, team, NULL, -1);
         if (v == 0) {
             atomic_thread_fence(memory_order_seq_cst);
             for (int k = 1; k < n; k++)
@@ -74,14 +75,21 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
                                  ushmemi_team_world_pe(team, (root + k) % n), call);
             if (root_dest && dest != src)
                 memmove(dest, src, nbytes);
-            for (int k = 1; k < n; k++)
+            for (int k = 1; k < n; k++) {
+                w.addr = &flag[USHMEMI_FLAG_READ + (root + k) % n];
+                w.pe = ushmemi_team_world_pe(team, (root + k) % n);
                 while (atomic_load_explicit(&flag[USHMEMI_FLAG_READ + (root + k) % n],
                                             memory_order_acquire) < epoch)
                     ushmemi_wait_poll(&w);
+                ushmemi_wait_done(&w);
+            }
         } else {
+            w.addr = &flag[USHMEMI_FLAG_ARRIVE + root];
+            w.pe = ushmemi_team_world_pe(team, root);
             while (atomic_load_explicit(&flag[USHMEMI_FLAG_ARRIVE + root], memory_order_acquire) <
                    epoch)
                 ushmemi_wait_poll(&w);
+            ushmemi_wait_done(&w);
             int pe = ushmemi_team_world_pe(team, root);
             memcpy(dest, ushmemi_xlate(src, pe), nbytes);
             ushmemi_flag_put(&flag[USHMEMI_FLAG_READ + me], epoch, pe, call);
@@ -94,10 +102,12 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
             memmove(dest, src, nbytes);
     } else {
         ushmemi_team_slot_t *mine = ushmemi_team_my_slot(team);
-        ushmemi_waiter_t w = {0, call};
+        int pv = v & (v - 1), parent = (pv + root) % n;
+        ushmemi_waiter_t w =
+            USHMEMI_WAITER(call, team, &mine->bcast_flag, ushmemi_team_world_pe(team, parent));
         while (atomic_load_explicit(&mine->bcast_flag, memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
-        int pv = v & (v - 1), parent = (pv + root) % n;
+        ushmemi_wait_done(&w);
         if (pv == 0)
             ushmemi_coll_get(dest, src, team, root, nbytes, call);
         else
@@ -141,7 +151,7 @@ static void pull_blocks(shmem_team_t team, char *dest, const char *src, size_t s
                          ushmemi_team_world_pe(team, me + k >= n ? me + k - n : me + k), call);
     memmove(dest + (size_t)me * nbytes, src + src_off, nbytes);
     unsigned todo = ((1u << n) - 1) & ~(1u << me);
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, team, NULL, -1);
     while (todo) {
         unsigned before = todo;
         for (int k = 1; k < n; k++) {
@@ -157,10 +167,14 @@ static void pull_blocks(shmem_team_t team, char *dest, const char *src, size_t s
         if (todo == before)
             ushmemi_wait_poll(&w);
     }
+    ushmemi_wait_done(&w);
     for (int k = 1; k < n; k++) {
         int j = me + k >= n ? me + k - n : me + k;
+        w.addr = &flag[USHMEMI_FLAG_READ + j];
+        w.pe = ushmemi_team_world_pe(team, j);
         while (atomic_load_explicit(&flag[USHMEMI_FLAG_READ + j], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
+        ushmemi_wait_done(&w);
     }
 }
 
@@ -178,6 +192,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
         return ushmemi_cuda_fcollect(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_FCOLLECT, .count = nbytes);
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(dest, ushmemi_coll_bytes((size_t)n, nbytes, call), "dest", call);
     ushmemi_coll_sym(src, nbytes, "source", call);
@@ -224,6 +239,7 @@ int ushmemi_collect(shmem_team_t team, void *dest, const void *src, size_t nbyte
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_COLLECT, .count = nbytes);
     int n = team->size, me = team->my_pe;
     ushmemi_coll_sym(src, nbytes, "source", call);
     if (staged)
@@ -265,6 +281,7 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
         return ushmemi_cuda_alltoall(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_ALLTOALL, .count = nbytes);
     int n = team->size, me = team->my_pe;
     size_t total = ushmemi_coll_bytes((size_t)n, nbytes, call);
     ushmemi_coll_sym(dest, total, "dest", call);
@@ -328,6 +345,8 @@ int ushmemi_alltoalls(shmem_team_t team, void *dest, const void *src, ptrdiff_t 
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_ALLTOALLS, .count = nelems, .esize = esize,
+                       .dst = dst, .sst = sst);
     if (dst < 1 || sst < 1) {
         ushmemi_error(call, "strides must be at least 1 (dst %td, sst %td)", dst, sst);
         return USHMEM_EINVAL;

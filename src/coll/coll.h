@@ -146,6 +146,7 @@ _Static_assert(USHMEMI_FLAG_READ + USHMEMI_FLAT_SYNC_PES <= USHMEMI_MAX_ROUNDS,
 #define USHMEMI_PUSH_OWN_BYTES    (4 * USHMEMI_CACHELINE - 16) /* a core each: per cell */
 #define USHMEMI_PUSH_OWN_BCAST    (USHMEMI_CACHELINE - 16)     /* ... for a broadcast */
 typedef struct {
+    shmem_team_t team;
     uint64_t seq;  /* this collective's sequence number on the team */
     size_t stride; /* bytes between cells */
     size_t off;    /* offset of this collective's area in the collective region */
@@ -170,6 +171,35 @@ void *ushmemi_push_mine(shmem_team_t team, const ushmemi_push_t *p);
 /* This PE is done reading its cells; heard_all: it received from every
  * other member in this collective. */
 void ushmemi_push_end(shmem_team_t team, const ushmemi_push_t *p, int heard_all);
+
+/* ---- SHMEM_DEBUG: every member calls the same collective (check.c) ----
+ * Each collective states its arguments; with SHMEM_DEBUG the members publish
+ * and compare them before any data moves, and a mismatch ends the job with
+ * one line naming both PEs and both calls. Without it: one branch. */
+typedef enum {
+    USHMEMI_COLL_BCAST = 1,
+    USHMEMI_COLL_COLLECT,
+    USHMEMI_COLL_FCOLLECT,
+    USHMEMI_COLL_ALLTOALL,
+    USHMEMI_COLL_ALLTOALLS,
+    USHMEMI_COLL_REDUCE,
+    USHMEMI_COLL_SCAN,
+} ushmemi_coll_kind_t;
+typedef struct {
+    ushmemi_coll_kind_t kind;
+    int root;         /* broadcast */
+    uint64_t count;   /* bytes; elements for alltoalls, reductions, scans */
+    uint64_t esize;   /* alltoalls */
+    int dtype;        /* reductions, scans */
+    int op;           /* reductions: ushmemi_redop_t; scans: 1 exclusive */
+    int64_t dst, sst; /* alltoalls */
+} ushmemi_coll_args_t;
+void ushmemi_coll_check_args(shmem_team_t team, const ushmemi_coll_args_t *a, const char *call);
+#define USHMEMI_COLL_CHECK(team, call, ...)                                                        \
+    do {                                                                                           \
+        if (USHMEMI_UNLIKELY(ushmemi_env.debug))                                                   \
+            ushmemi_coll_check_args((team), &(ushmemi_coll_args_t){__VA_ARGS__}, (call));          \
+    } while (0)
 
 /* Byte size of n elements of esize, or fatal on overflow. */
 static inline size_t ushmemi_coll_bytes(size_t n, size_t esize, const char *call)

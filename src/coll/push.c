@@ -83,6 +83,7 @@ int ushmemi_push_begin(shmem_team_t team, size_t nbytes, int one_writer, ushmemi
              ? nbytes > (one_writer ? USHMEMI_PUSH_OWN_BCAST : USHMEMI_PUSH_OWN_BYTES)
              : nbytes * (one_writer ? 1 : (size_t)n) > (size_t)team->push_max))
         return 0;
+    p->team = team;
     p->seq = ++team->push_seq;
     p->stride = stride;
     int par = (int)(p->seq & 1);
@@ -110,9 +111,11 @@ void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int c
     ushmemi_team_slot_t *slot = &r->slot[team->slot];
     if (team->push_safe + 2 < p->seq) {
         /* r may still be reading this area for collective seq - 2 */
-        ushmemi_waiter_t w = {0, call};
+        ushmemi_waiter_t w =
+            USHMEMI_WAITER(call, team, &slot->push_done, ushmemi_team_world_pe(team, to));
         while (atomic_load_explicit(&slot->push_done, memory_order_acquire) + 2 < p->seq)
             ushmemi_wait_poll(&w);
+        ushmemi_wait_done(&w);
     }
     cell_t *c = cell_at(r, p, cell);
     /* Cells are small, so memcpy uses ordinary stores, which x86 keeps in
@@ -124,9 +127,11 @@ void ushmemi_push_send(shmem_team_t team, const ushmemi_push_t *p, int to, int c
 const void *ushmemi_push_recv(const ushmemi_push_t *p, int cell, const char *call)
 {
     cell_t *c = cell_at(ushmemi_coll_region(ushmemi_g.my_pe), p, cell);
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w =
+        USHMEMI_WAITER(call, p->team, &c->seq, ushmemi_team_world_pe(p->team, cell));
     while (atomic_load_explicit(&c->seq, memory_order_acquire) < p->seq)
         ushmemi_wait_poll(&w);
+    ushmemi_wait_done(&w);
     return c + 1;
 }
 

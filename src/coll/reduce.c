@@ -190,6 +190,8 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
         return ushmemi_cuda_reduce(team, dest, src, nelems, dtype, op, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_REDUCE, .count = nelems, .dtype = dtype,
+                       .op = (int)op);
     /* Argument errors are the same on every member: all return before
      * synchronizing, nobody hangs. */
     comb_fn fn = pick(dtype, op, call);
@@ -244,6 +246,8 @@ int ushmemi_scan(shmem_team_t team, void *dest, const void *src, size_t nelems, 
                             "(shmem_malloc_with_hints(size, SHMEMX_MALLOC_HOST))");
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
+    USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_SCAN, .count = nelems, .dtype = dtype,
+                       .op = exclusive);
     comb_fn fn = pick(dtype, USHMEMI_OP_SUM, call);
     size_t esize = USHMEMI_DT_SIZE(dtype);
     size_t nbytes = ushmemi_coll_bytes(nelems, esize, call);

@@ -29,9 +29,11 @@ void ushmemi_team_sync(shmem_team_t team, const char *call)
                              ushmemi_team_world_pe(team, me + k >= n ? me + k - n : me + k), call);
         for (int k = 1; k < n; k++) {
             int j = me + k >= n ? me + k - n : me + k;
-            ushmemi_waiter_t w = {0, call};
+            ushmemi_waiter_t w =
+                USHMEMI_WAITER(call, team, &mine->sync_flag[j], ushmemi_team_world_pe(team, j));
             while (atomic_load_explicit(&mine->sync_flag[j], memory_order_acquire) < epoch)
                 ushmemi_wait_poll(&w);
+            ushmemi_wait_done(&w);
         }
         team->push_safe = team->push_seq;
         return;
@@ -45,9 +47,12 @@ void ushmemi_team_sync(shmem_team_t team, const char *call)
                                   memory_order_release);
         else /* mpi hook: not mapped: through its transport */
             ushmemi_flag_put(&mine->sync_flag[r], epoch, pe, call);
-        ushmemi_waiter_t w = {0, call};
+        ushmemi_waiter_t w =
+            USHMEMI_WAITER(call, team, &mine->sync_flag[r],
+                           ushmemi_team_world_pe(team, me - dist < 0 ? me - dist + n : me - dist));
         while (atomic_load_explicit(&mine->sync_flag[r], memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
+        ushmemi_wait_done(&w);
     }
     /* Every member got here, so each one has finished reading the cells of
      * every small collective before (src/coll/push.c). */

@@ -8,6 +8,7 @@
 #ifndef USHMEM_PRIMS_H
 #define USHMEM_PRIMS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,15 +68,37 @@ void ushmemi_flag_put(_Atomic uint64_t *flag, uint64_t v, int pe, const char *ca
 /* Compare *ivar (dtype) with *value using SHMEM_CMP_*; 1 if satisfied. */
 int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *value,
                     const char *call);
-/* Wait loop state. Every wait in the library is `while (!cond)
- * ushmemi_wait_poll(&w)` with w = {0, call}: the policy (spin, yield, sleeping
- * back-off), MPI progress, counters and the check for peers that left all live
- * in src/sync/wait.c. */
+/* Wait loop state. Every wait in the library is
+ *     ushmemi_waiter_t w = USHMEMI_WAITER(call, team, addr, pe);
+ *     while (!cond)
+ *         ushmemi_wait_poll(&w);
+ *     ushmemi_wait_done(&w);
+ * the policy (spin, yield, sleeping back-off), MPI progress, counters, the
+ * check for peers that left and the hang report all live in src/sync/wait.c.
+ * What the wait needs: team (its members must all come: a barrier, a
+ * collective; NULL: any PE may end it), addr (the word waited on; for
+ * shmem_set_lock the lock, whose holder must come) and pe (the world PE
+ * expected to write it, -1: any). */
 typedef struct {
     unsigned spins;
     const char *call;
+    shmem_team_t team;
+    const volatile void *addr;
+    int pe;
 } ushmemi_waiter_t;
+#define USHMEMI_WAITER(call, team, addr, pe)                                                       \
+    {                                                                                              \
+        0, (call), (team), (const volatile void *)(addr), (pe)                                     \
+    }
 void ushmemi_wait_poll(ushmemi_waiter_t *w);
+/* A wait that reached the slow path published itself for the hang report
+ * (SIGURG, see wait.c); one predictable branch otherwise. */
+void ushmemi_wait_unpublish(ushmemi_waiter_t *w);
+static inline void ushmemi_wait_done(ushmemi_waiter_t *w)
+{
+    if (USHMEMI_UNLIKELY(w->spins == UINT_MAX))
+        ushmemi_wait_unpublish(w);
+}
 /* At init, after locality: local_pes = this job's PEs on this host. */
 void ushmemi_wait_setup(int local_pes);
 /* At finalize: print the counters when USHMEM_WAIT_STATS is set. */

@@ -44,6 +44,11 @@ typedef struct {
      * for the run-time check of which CPU the PE is queued on */
     _Alignas(USHMEMI_CACHELINE) _Atomic uint32_t depart;
     _Atomic int32_t pid;
+    /* locks this PE holds (src/sync/lock.c): how many, and the key of the
+     * last one taken (0: unknown), so a waiter in shmem_set_lock can tell
+     * whether a PE that left holds its lock */
+    _Atomic uint32_t locks_held;
+    _Atomic uint64_t last_lock;
 } ushmemi_sync_region_t;
 #define USHMEMI_DEPART_RUNNING  0u
 #define USHMEMI_DEPART_FINALIZE 1u /* called shmem_finalize */
@@ -117,6 +122,17 @@ static inline int ushmemi_seg_of(const void *addr, size_t len)
             return s;
     }
     return -1;
+}
+
+/* The same nonzero key on every PE for a symmetric address (segment and
+ * offset), 0 for any other address. */
+static inline uint64_t ushmemi_sym_key(const volatile void *addr)
+{
+    int s = ushmemi_seg_of((const void *)addr, 1);
+    if (s < 0)
+        return 0;
+    return ((uint64_t)(s + 1) << 56) |
+           (uint64_t)((uintptr_t)addr - (uintptr_t)ushmemi_g.seg[s].base);
 }
 
 /* ---- Data types (for AMOs, wait/test, reductions) ---- */

@@ -44,7 +44,8 @@ typedef struct {
     /* broadcast: written by this PE's parent in the tree */
     _Alignas(USHMEMI_CACHELINE) _Atomic uint64_t bcast_flag;
     /* values this PE publishes for the others to read during one operation
-     * (collect block size, slot bitmap during a split) */
+     * (collect block size, slot bitmap during a split, SHMEM_DEBUG's
+     * collective arguments: src/coll/check.c) */
     _Alignas(USHMEMI_CACHELINE) uint64_t word[USHMEMI_TEAM_SLOT_WORDS];
     /* small collectives (src/coll/push.c): the last sequence number whose
      * cells this PE has finished reading */

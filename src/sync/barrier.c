@@ -27,9 +27,11 @@ static void dissemination(int fini, uint64_t epoch, const char *call)
             atomic_store_explicit(flag_of(p, fini, r), epoch, memory_order_release);
         else /* mpi hook: not mapped: through its transport */
             ushmemi_flag_put(mine, epoch, to, call);
-        ushmemi_waiter_t w = {0, call};
+        ushmemi_waiter_t w =
+            USHMEMI_WAITER(call, SHMEM_TEAM_WORLD, mine, me - dist < 0 ? me - dist + n : me - dist);
         while (atomic_load_explicit(mine, memory_order_acquire) < epoch)
             ushmemi_wait_poll(&w);
+        ushmemi_wait_done(&w);
     }
 }
 

@@ -1,7 +1,9 @@
 /* Point-to-point synchronization: wait/test on symmetric variables that peers
  * update with stores or atomics. Loads are acquire loads, so data a peer wrote
  * before updating the variable (and fenced) is visible once the wait returns. */
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "core/core.h"
 #include "core/prims.h"
+#include "core/team.h"
 #include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
@@ -55,13 +58,17 @@ enum { FAST_POLLS = 64, CLOCK_POLLS = 64 };
 #define REMOTE_SPIN_NS        ((int64_t)1000000000)
 
 enum { PH_SPIN, PH_YIELD, PH_SLEEP };
+/* What a wait needs (see ushmemi_waiter_t): every member of a team; any PE
+ * (point-to-point); the holder of a lock. */
+enum { WK_TEAM, WK_P2P, WK_LOCK };
 
 /* The slow path's state of the wait in progress on this thread (waits do not
  * nest: nothing inside wait_poll waits). */
 typedef struct {
     int64_t t0, next_sched, next_depart, depart_seen;
+    uint64_t lock_key; /* WK_LOCK: ushmemi_sym_key of the lock */
     unsigned polls;
-    int phase, p2p, sched_next_pe;
+    int phase, kind, sched_next_pe, published;
 } wait_state_t;
 static _Thread_local wait_state_t tw;
 
@@ -77,6 +84,8 @@ static struct {
     _Atomic uint64_t slow_waits, polls, yields, sleeps, sched_yields, moves, longest_ns;
     const char *_Atomic longest_call;
 } stats;
+
+static void hang_report_install(void);
 
 void ushmemi_wait_setup(int local_pes)
 {
@@ -97,14 +106,32 @@ void ushmemi_wait_setup(int local_pes)
     long smax = ushmemi_env.wait_sleep_max_us < 1 ? 1 : ushmemi_env.wait_sleep_max_us;
     ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;
     ushmemi_g.wait_sleep_max_ns = (int64_t)smax * 1000;
+    hang_report_install();
 }
 
-/* Point-to-point waits (any PE may satisfy them) against team waits
- * (barriers, collectives: every member must take part). */
-static int call_is_p2p(const char *call)
+/* Team waits (barriers, collectives: every member must take part) name
+ * their team; of the others, shmem_set_lock needs the lock's holder and the
+ * rest are point-to-point waits (any PE may satisfy them). */
+static int wait_kind(const ushmemi_waiter_t *w)
 {
-    /* a lock is a team wait: the holder that left never releases it */
-    return call && (strstr(call, "wait") || strstr(call, "test"));
+    if (w->team)
+        return WK_TEAM;
+    return w->call && (strstr(w->call, "wait") || strstr(w->call, "test")) ? WK_P2P : WK_LOCK;
+}
+
+static int team_has(shmem_team_t team, int pe)
+{
+    int d = pe - team->start;
+    return d >= 0 && d % team->stride == 0 && d / team->stride < team->size;
+}
+
+/* p holds the lock with this key, as far as its record says (lock.c keeps
+ * the last lock taken: a PE holding several may hold any of them). */
+static int holds_lock(const ushmemi_sync_region_t *p, uint64_t key)
+{
+    uint32_t held = atomic_load_explicit(&p->locks_held, memory_order_acquire);
+    uint64_t last = atomic_load_explicit(&p->last_lock, memory_order_relaxed);
+    return held && key && (held > 1 || last == key || last == 0);
 }
 
 static const char *depart_what(uint32_t d)
@@ -113,16 +140,17 @@ static const char *depart_what(uint32_t d)
                                     : "called shmem_finalize";
 }
 
-/* A PE that finalized or exited will never write a flag again. A team wait
- * that still waits a while after some PE left, or a point-to-point wait after
- * every other PE left, can never end: stop the job with a line that says who
- * left and where this PE waits, instead of hanging. (Peers reached only by
- * the mpi transport are not seen here; their deaths reach us through the
- * launcher.) */
-static void check_departed(const char *call, int64_t now, int64_t elapsed)
+/* A PE that finalized or exited will never write a flag again. A wait that
+ * needs a PE that left (a member of the team it waits on, the holder of its
+ * lock), or a point-to-point wait after every other PE left, can never end:
+ * after a grace period stop the job with a line that says who left and where
+ * this PE waits, instead of hanging. (Peers reached only by the mpi transport
+ * are not seen here; their deaths reach us through the launcher.) */
+static void check_departed(const ushmemi_waiter_t *w, int64_t now, int64_t elapsed)
 {
     int n = ushmemi_g.n_pes, me = ushmemi_g.my_pe, gone = -1, others = 0, left = 0;
     uint32_t how = 0;
+    const char *call = w->call;
     if (!call || !strcmp(call, "shmem_finalize"))
         return;
     for (int pe = 0; pe < n; pe++) {
@@ -131,21 +159,23 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
             continue;
         others++;
         uint32_t d = atomic_load_explicit(&p->depart, memory_order_acquire);
-        if (d != USHMEMI_DEPART_RUNNING) {
-            left++;
-            if (gone < 0 || d == USHMEMI_DEPART_EXIT) {
-                gone = pe;
-                how = d;
-            }
+        if (d == USHMEMI_DEPART_RUNNING)
+            continue;
+        left++;
+        /* A PE in shmem_finalize is legitimately done (PE 1 finalizes while
+         * PEs 0 and 2 sync on team {0, 2}): it ends only the waits that need
+         * it. A PE that left by exit() without finalizing is a failure of the
+         * job, whatever this PE waits for (the issue this check exists for: a
+         * PE that returns from main while the others wait). */
+        int needed = d == USHMEMI_DEPART_EXIT || (tw.kind == WK_TEAM && team_has(w->team, pe)) ||
+                     (tw.kind == WK_LOCK && holds_lock(p, tw.lock_key));
+        if (needed && (gone < 0 || how != USHMEMI_DEPART_EXIT)) {
+            gone = pe;
+            how = d;
         }
     }
-    /* A PE that left by exit() without finalizing is a failure of the job,
-     * whatever this PE waits for (the issue this check exists for: a PE that
-     * returns from main while the others wait). A PE in shmem_finalize is
-     * legitimately done: only a wait that needs it (team waits), or one
-     * nobody is left to end, is stuck. */
-    int stuck = how == USHMEMI_DEPART_EXIT ||
-                (tw.p2p ? (others > 0 && left == others && others == n - 1) : left > 0);
+    int all_left = others > 0 && left == others && others == n - 1;
+    int stuck = gone >= 0 || (tw.kind == WK_P2P && all_left);
     if (!stuck) {
         tw.depart_seen = 0;
         return;
@@ -156,10 +186,20 @@ static void check_departed(const char *call, int64_t now, int64_t elapsed)
     }
     if (now - tw.depart_seen < DEPART_GRACE_NS)
         return;
-    if (how != USHMEMI_DEPART_EXIT && tw.p2p)
+    if (gone < 0) {
+        for (int pe = 0; pe < n && gone < 0; pe++) /* name one of them */
+            if (pe != me && ushmemi_peer_sync(pe))
+                gone = pe;
+        how = atomic_load_explicit(&ushmemi_peer_sync(gone)->depart, memory_order_relaxed);
         ushmemi_fatal(call,
                       "every other PE has left (PE %d %s) while this PE still waits here "
                       "(%.1f s); nothing can end this wait, stopping the job",
+                      gone, depart_what(how), (double)elapsed * 1e-9);
+    }
+    if (tw.kind == WK_LOCK && how != USHMEMI_DEPART_EXIT)
+        ushmemi_fatal(call,
+                      "PE %d %s while holding the lock this PE waits for (%.1f s); stopping "
+                      "the job",
                       gone, depart_what(how), (double)elapsed * 1e-9);
     ushmemi_fatal(call, "PE %d %s while this PE waits here (%.1f s); stopping the job", gone,
                   depart_what(how), (double)elapsed * 1e-9);
@@ -238,6 +278,180 @@ static void note_longest(int64_t elapsed, const char *call)
     }
 }
 
+/* ---- The hang report ----
+ * ushrun sends SIGURG to every PE on --timeout and when it gets SIGUSR1 (the
+ * default action of SIGURG is to ignore it, so a PE that is not a ushmem
+ * program, or not initialized yet, is unharmed). Each PE writes one line:
+ * the blocking call it waits in, on what, for which PE and team, for how
+ * long; or that it is not in ushmem. A wait publishes itself here when it
+ * reaches the slow path (after FAST_POLLS polls: a wait that ends sooner
+ * costs nothing more) and ushmemi_wait_done takes it back. The fields are
+ * copies, so the handler never reads a waiter's stack; a report racing with
+ * a new wait may mix two waits, which is harmless for a diagnosis. With
+ * several threads waiting, the latest wait is reported. */
+static struct {
+    const ushmemi_waiter_t *_Atomic owner;
+    const char *call;
+    const volatile void *addr;
+    uint64_t key; /* ushmemi_sym_key(addr) */
+    int pe, team_slot, team_start, team_stride, team_size;
+    int64_t t0;
+} blocked;
+
+static void publish(const ushmemi_waiter_t *w)
+{
+    blocked.call = w->call;
+    blocked.addr = w->addr;
+    blocked.key = w->addr ? ushmemi_sym_key(w->addr) : 0;
+    blocked.pe = w->pe;
+    blocked.team_slot = w->team ? w->team->slot : -1;
+    if (w->team) {
+        blocked.team_start = w->team->start;
+        blocked.team_stride = w->team->stride;
+        blocked.team_size = w->team->size;
+    }
+    blocked.t0 = tw.t0;
+    atomic_store_explicit(&blocked.owner, w, memory_order_release);
+    tw.published = 1;
+}
+
+void ushmemi_wait_unpublish(ushmemi_waiter_t *w)
+{
+    const ushmemi_waiter_t *mine = w;
+    atomic_compare_exchange_strong_explicit(&blocked.owner, &mine, NULL, memory_order_release,
+                                            memory_order_relaxed);
+    tw.published = 0;
+}
+
+/* Async-signal-safe formatting into a fixed line. */
+typedef struct {
+    char buf[384];
+    size_t len;
+} line_t;
+
+static void put_s(line_t *l, const char *s)
+{
+    while (s && *s && l->len < sizeof l->buf - 1)
+        l->buf[l->len++] = *s++;
+}
+
+static void put_u(line_t *l, uint64_t v, unsigned base)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    if (base == 16)
+        put_s(l, "0x");
+    while (n > 0 && l->len < sizeof l->buf - 1)
+        l->buf[l->len++] = tmp[--n];
+}
+
+static void put_i(line_t *l, int v)
+{
+    if (v < 0) {
+        put_s(l, "-");
+        v = -v;
+    }
+    put_u(l, (uint64_t)v, 10);
+}
+
+static void hang_report(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    line_t l = {.len = 0};
+    put_s(&l, "ushmem: PE ");
+    put_i(&l, ushmemi_g.my_pe);
+    const ushmemi_waiter_t *w = atomic_load_explicit(&blocked.owner, memory_order_acquire);
+    if (!ushmemi_g.initialized) {
+        put_s(&l, ": not in ushmem (finalized)");
+    } else if (!w) {
+        put_s(&l, ": computing, not in ushmem");
+    } else {
+        put_s(&l, ": ");
+        put_s(&l, blocked.call);
+        put_s(&l, ": waiting");
+        if (blocked.addr) {
+            put_s(&l, blocked.team_slot < 0 ? " on " : " on flag ");
+            put_u(&l, (uint64_t)(uintptr_t)blocked.addr, 16);
+            if (blocked.key) {
+                static const char *const seg_name[] = {"heap", "data segment", "device heap"};
+                unsigned s = (unsigned)(blocked.key >> 56) - 1;
+                put_s(&l, " (");
+                put_s(&l, s < 3 ? seg_name[s] : "segment");
+                put_s(&l, " offset ");
+                put_u(&l, blocked.key & (((uint64_t)1 << 56) - 1), 16);
+                put_s(&l, ")");
+            }
+        }
+        if (blocked.team_slot < 0 && blocked.pe < 0 && wait_kind(w) == WK_LOCK) {
+            int holder = -1;
+            for (int pe = 0; pe < ushmemi_g.n_pes && holder < 0; pe++) {
+                ushmemi_sync_region_t *p = ushmemi_peer_sync(pe);
+                if (p && atomic_load_explicit(&p->locks_held, memory_order_relaxed) &&
+                    atomic_load_explicit(&p->last_lock, memory_order_relaxed) == blocked.key)
+                    holder = pe;
+            }
+            if (holder >= 0) {
+                put_s(&l, ", held by PE ");
+                put_i(&l, holder);
+            }
+        } else if (blocked.pe >= 0) {
+            put_s(&l, ", for PE ");
+            put_i(&l, blocked.pe);
+        } else if (blocked.team_slot < 0) {
+            put_s(&l, ", for any PE");
+        }
+        if (blocked.team_slot == USHMEMI_TEAM_SLOT_WORLD) {
+            put_s(&l, ", team world");
+        } else if (blocked.team_slot == USHMEMI_TEAM_SLOT_SHARED) {
+            put_s(&l, ", team shared");
+        } else if (blocked.team_slot >= 0) {
+            /* "team {0, 2}"; a large one "team {0, 2, 4, ..., 62}" */
+            int size = blocked.team_size;
+            put_s(&l, ", team {");
+            for (int i = 0; i < size; i++) {
+                if (size > 8 && i == 3) {
+                    put_s(&l, ", ...");
+                    i = size - 1;
+                }
+                put_s(&l, i ? ", " : "");
+                put_i(&l, blocked.team_start + i * blocked.team_stride);
+            }
+            put_s(&l, "}");
+        }
+        int64_t ms = (ushmemi_now_ns() - blocked.t0) / 1000000;
+        put_s(&l, ", for ");
+        put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) / 1000, 10);
+        put_s(&l, ".");
+        put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) % 1000 / 100, 10);
+        put_s(&l, " s");
+    }
+    l.buf[l.len++] = '\n';
+    ssize_t rc = write(2, l.buf, l.len);
+    (void)rc;
+    errno = saved;
+}
+
+/* Once per process, and only if nobody else handles SIGURG. */
+static void hang_report_install(void)
+{
+    static int installed;
+    struct sigaction old, sa;
+    if (installed || sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        old.sa_handler != SIG_DFL)
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hang_report;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGURG, &sa, NULL) == 0)
+        installed = 1;
+}
+
 static void wait_slow(ushmemi_waiter_t *w)
 {
     int64_t now;
@@ -252,10 +466,14 @@ static void wait_slow(ushmemi_waiter_t *w)
                              now < atomic_load_explicit(&coloc_until, memory_order_relaxed)
                          ? PH_YIELD
                          : PH_SPIN,
-            .p2p = call_is_p2p(w->call),
+            .kind = wait_kind(w),
             .sched_next_pe = (ushmemi_g.my_pe + 1) % (ushmemi_g.n_pes ? ushmemi_g.n_pes : 1)};
+        if (tw.kind == WK_LOCK)
+            tw.lock_key = ushmemi_sym_key(w->addr);
         atomic_fetch_add_explicit(&stats.slow_waits, 1, memory_order_relaxed);
     }
+    if (USHMEMI_UNLIKELY(!tw.published))
+        publish(w);
     if (tw.phase == PH_SPIN) {
         if (++tw.polls % CLOCK_POLLS) {
             cpu_relax();
@@ -268,7 +486,7 @@ static void wait_slow(ushmemi_waiter_t *w)
     note_longest(elapsed, w->call);
     if (USHMEMI_UNLIKELY(now >= tw.next_depart)) {
         tw.next_depart = now + DEPART_EVERY_NS;
-        check_departed(w->call, now, elapsed);
+        check_departed(w, now, elapsed);
     }
     /* mpi hook: with peers over MPI a sleeping PE stops driving MPI progress
      * that the others' RMA on it may need (4 PEs, test_amo_all over mpi: 87 s
@@ -454,9 +672,10 @@ void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *val
 {
     check_ivar(ivar, dtype, call);
     check_cmp(cmp, call);
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, ivar, -1);
     while (!ushmemi_compare(ivar, dtype, cmp, value, call))
         ushmemi_wait_poll(&w);
+    ushmemi_wait_done(&w);
 }
 
 int ushmemi_test(volatile void *ivar, int dtype, int cmp, const void *value, const char *call)
@@ -511,27 +730,43 @@ void ushmemi_wait_until_all(volatile void *ivars, size_t nelems, const int *stat
                             int cmp, const void *value, const void *values, const char *call)
 {
     check_array(ivars, nelems, dtype, cmp, value, values, call);
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, ivars, -1);
     /* Elements once satisfied may change again; the spec asks only that each
      * was observed satisfying the condition, so walk forward and never recheck. */
     for (size_t i = 0; i < nelems; i++) {
         if (!included(status, i))
             continue;
+        w.addr = elem(ivars, i, dtype);
         while (!ushmemi_compare(elem(ivars, i, dtype), dtype, cmp, operand(value, values, i, dtype),
                                 call))
             ushmemi_wait_poll(&w);
+        ushmemi_wait_done(&w);
     }
 }
+
+/* Where the next test_any / wait_until_any scan starts. OpenSHMEM 1.5 asks
+ * that repeated calls eventually return every satisfying index; a scan that
+ * always starts at 0 returns the lowest one forever while it stays satisfied
+ * (the spec's test_any example then never sees the others). Each success moves
+ * the start past the index it returned, so satisfied indices come round-robin.
+ * One counter per PE: calls on other arrays or threads only shift the start,
+ * and any start is correct. */
+static _Atomic size_t any_next;
 
 size_t ushmemi_test_any(volatile void *ivars, size_t nelems, const int *status, int dtype, int cmp,
                         const void *value, const void *values, const char *call)
 {
     test_progress(); /* mpi hook */
     check_array(ivars, nelems, dtype, cmp, value, values, call);
-    for (size_t i = 0; i < nelems; i++)
+    if (!nelems)
+        return SIZE_MAX;
+    size_t start = atomic_load_explicit(&any_next, memory_order_relaxed) % nelems;
+    for (size_t k = 0, i = start; k < nelems; k++, i = i + 1 == nelems ? 0 : i + 1)
         if (included(status, i) && ushmemi_compare(elem(ivars, i, dtype), dtype, cmp,
-                                                   operand(value, values, i, dtype), call))
+                                                   operand(value, values, i, dtype), call)) {
+            atomic_store_explicit(&any_next, i + 1, memory_order_relaxed);
             return i;
+        }
     return SIZE_MAX;
 }
 
@@ -545,11 +780,13 @@ size_t ushmemi_wait_until_any(volatile void *ivars, size_t nelems, const int *st
         check_array(ivars, nelems, dtype, cmp, value, values, call);
         return SIZE_MAX;
     }
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, ivars, -1);
     for (;;) {
         size_t i = ushmemi_test_any(ivars, nelems, status, dtype, cmp, value, values, call);
-        if (i != SIZE_MAX)
+        if (i != SIZE_MAX) {
+            ushmemi_wait_done(&w);
             return i;
+        }
         ushmemi_wait_poll(&w);
     }
 }
@@ -579,12 +816,14 @@ size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indi
         check_array(ivars, nelems, dtype, cmp, value, values, call);
         return 0;
     }
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, ivars, -1);
     for (;;) {
         size_t n =
             ushmemi_test_some(ivars, nelems, indices, status, dtype, cmp, value, values, call);
-        if (n)
+        if (n) {
+            ushmemi_wait_done(&w);
             return n;
+        }
         ushmemi_wait_poll(&w);
     }
 }
@@ -603,8 +842,10 @@ USHMEMI_API uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     USHMEMI_CHECK_INIT("shmem_signal_fetch");
     test_progress(); /* mpi hook */
-    if (!sig_addr || (uintptr_t)sig_addr % 8)
-        ushmemi_fatal("shmem_signal_fetch", "sig_addr %p is NULL or misaligned",
+    if (!sig_addr)
+        ushmemi_fatal("shmem_signal_fetch", "sig_addr is NULL");
+    if ((uintptr_t)sig_addr % 8)
+        ushmemi_fatal("shmem_signal_fetch", "sig_addr %p is not 8-byte aligned",
                       (const void *)sig_addr);
     return load_signal(sig_addr, "shmem_signal_fetch");
 }
@@ -617,11 +858,13 @@ USHMEMI_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64
     check_cmp(cmp, call);
     /* Return the very value that satisfied the condition: a second read could
      * already see a later update that does not. */
-    ushmemi_waiter_t w = {0, call};
+    ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, sig_addr, -1);
     for (;;) {
         uint64_t v = load_signal(sig_addr, call);
-        if (CMP(v, cmp_value, cmp))
+        if (CMP(v, cmp_value, cmp)) {
+            ushmemi_wait_done(&w);
             return v;
+        }
         ushmemi_wait_poll(&w);
     }
 }

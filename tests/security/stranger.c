@@ -7,11 +7,15 @@
  *     counts every file descriptor and every byte beyond the refusal it gets;
  *   - stays silent, holding up to -s connections open for -w ms each;
  *   - sends half a message, then nothing (slow client).
+ * With -f N it floods instead (issue 22, item 5): it holds N idle loopback
+ * connections to a listener of its own (a long /proc/net/tcp) and connects to
+ * the -p port and closes at once, in a loop, as fast as it can.
  * It runs until killed or for -t seconds, then prints one summary line:
  *   stranger: names N connects C fds F leaked_bytes B admitted A
  * and exits 1 if anything leaked (F, B or A nonzero).
  *
- * Usage: stranger [-t seconds] [-s silent] [-w hold_ms] [-p tcp_port] [-o file] */
+ * Usage: stranger [-t seconds] [-s silent] [-w hold_ms] [-p tcp_port] [-f held]
+ *                 [-o file] */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -298,20 +303,62 @@ static void attack_tcp(int port)
     close(fd);
 }
 
+/* -f: N idle connections, both ends ours (2 N sockets in the kernel's table). */
+static int hold_idle(int n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4096) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &len) != 0)
+        return 0;
+    int held = 0;
+    for (; held < n && !g_stop; held++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+            break;
+        if (accept4(lfd, NULL, NULL, SOCK_CLOEXEC) < 0)
+            break;
+    }
+    return held;
+}
+
+static void flood_tcp(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+        g_connects++;
+    else
+        usleep(1000); /* nobody listens yet */
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     double limit = 60;
-    int port = 0, opt;
+    int port = 0, flood = 0, opt;
     const char *out = NULL;
-    while ((opt = getopt(argc, argv, "t:s:w:p:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:s:w:p:f:o:")) != -1) {
         switch (opt) {
         case 't': limit = atof(optarg); break;
         case 's': g_max_silent = atoi(optarg) > MAX_SILENT ? MAX_SILENT : atoi(optarg); break;
         case 'w': g_hold_ms = atoi(optarg); break;
         case 'p': port = atoi(optarg); break;
+        case 'f': flood = atoi(optarg); break;
         case 'o': out = optarg; break;
         default:
-            fprintf(stderr, "usage: %s [-t s] [-s silent] [-w hold_ms] [-p port] [-o file]\n",
+            fprintf(stderr,
+                    "usage: %s [-t s] [-s silent] [-w hold_ms] [-p port] [-f held] [-o file]\n",
                     argv[0]);
             return 2;
         }
@@ -321,6 +368,14 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     double end = now_s() + limit;
+    if (flood > 0) {
+        fprintf(stderr, "stranger: holding %d idle connections\n", hold_idle(flood));
+        while (!g_stop && now_s() < end)
+            if (port)
+                flood_tcp(port);
+            else
+                pause();
+    }
     while (!g_stop && now_s() < end) {
         scan_unix();
         if (port)

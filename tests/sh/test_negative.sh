@@ -16,6 +16,7 @@ cat > "$tmp/neg.c" <<'C'
 #include <string.h>
 
 static int global_ints[64];
+static long *volatile null_long; /* NULL, hidden from the compiler */
 
 int main(int argc, char **argv)
 {
@@ -65,6 +66,10 @@ int main(int argc, char **argv)
             (void)shmem_signal_wait_until((uint64_t *)sym, 6, 0);
         else if (!strcmp(c, "put_signal_bad_op"))
             shmem_putmem_signal(sym, src, 4, (uint64_t *)(sym + 512), 1, 7, 0);
+        else if (!strcmp(c, "lock_null"))
+            shmem_set_lock(null_long);
+        else if (!strcmp(c, "signal_fetch_null"))
+            (void)shmem_signal_fetch((const uint64_t *)null_long);
         else
             goto collective;
         printf("PE %d continued after bad call\n", me);
@@ -165,6 +170,9 @@ fatal wait_bad_cmp         "^ushmem: PE 1: shmem_int_wait_until: unknown compari
 fatal test_bad_cmp         "^ushmem: PE 1: shmem_long_test_any: unknown comparison operator -1"
 fatal signal_wait_bad_cmp  "^ushmem: PE 1: shmem_signal_wait_until: unknown comparison operator 6"
 fatal put_signal_bad_op    "^ushmem: PE 1: shmem_putmem_signal: unknown signal operator 7"
+# NULL is named as such (not "(nil)" or "0x(nil)", what printf's %p makes of it)
+fatal lock_null            "^ushmem: PE 1: shmem_set_lock: lock is NULL$"
+fatal signal_fetch_null    "^ushmem: PE 1: shmem_signal_fetch: sig_addr is NULL$"
 # Before shmem_init the library has no PE number of its own, but the launcher's
 # environment says which PE this is; the line must still name it.
 fatal before_init          "^ushmem: PE [01]: shmem_int_put: .*not initialized"
