@@ -394,8 +394,7 @@ SHMEMX_DEV_FN const ushmemi_dev_ring_t *ushmemi_dev_ring(const shmemx_dev_t &d)
 
 SHMEMX_DEV_FN uint64_t ushmemi_dev_req(unsigned op, size_t len, unsigned aux, int w)
 {
-    return (uint64_t)op | ((uint64_t)len << 8) | ((uint64_t)aux << 16) |
-           ((uint64_t)(uint32_t)w << 32);
+    return USHMEMI_REQ_W0(op, len, aux, w);
 }
 
 /* While a request waits (for room in the ring, or for its answer): every

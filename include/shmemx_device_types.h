@@ -121,6 +121,8 @@ typedef struct ushmemi_dev_ring {
 #define USHMEMI_REQ_PUT_SIGNAL_INLINE 7    /* w1 dest, len bytes (<= 16) in w2..w3, w4, w5, aux */
 #define USHMEMI_REQ_QUIET             8    /* every earlier request is complete at its target */
 #define USHMEMI_REQ_WAIT              0x80 /* flag: the kernel waits for the result */
+#define USHMEMI_REQ_W0(op, len, aux, pe)                                                           \
+    ((uint64_t)(op) | (uint64_t)(len) << 8 | (uint64_t)(aux) << 16 | (uint64_t)(uint32_t)(pe) << 32)
 #define USHMEMI_REQ_INLINE_MAX        40
 #define USHMEMI_REQ_SIGNAL_INLINE_MAX 16
 

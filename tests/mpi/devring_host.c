@@ -43,7 +43,7 @@ static uint64_t fetched[NT * ROUNDS];
 
 static uint64_t w0(unsigned op, unsigned len, unsigned aux, int pe)
 {
-    return (uint64_t)op | (uint64_t)len << 8 | (uint64_t)aux << 16 | (uint64_t)(uint32_t)pe << 32;
+    return USHMEMI_REQ_W0(op, len, aux, pe);
 }
 
 /* One request, as ushmemi_dev_ring_call does on the device. */

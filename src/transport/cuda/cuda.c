@@ -812,26 +812,34 @@ void ushmemi_cuda_quiet(void)
 /* Device atomics are GPU atomics (one-thread kernel) on every PE, so they are
  * atomic with each other and with the kernels' own system-scope atomics; host
  * memory keeps CPU atomics (DESIGN.md: one mechanism per memory). */
+/* The one-thread AMO kernel on stream s, waited for; its result lands in
+ * the scratch page at byte out_off. The caller holds the stream's lock. */
+static uint64_t amo_kernel(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
+                           void *remote, uint64_t value, uint64_t cond, const char *call)
+{
+    CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
+    int kop = (int)op;
+    uint32_t v32 = (uint32_t)value, c32 = (uint32_t)cond;
+    CUdeviceptr out = ushmemi_cuda.scratch_d + out_off;
+    void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
+                      size == 4 ? (void *)&c32 : (void *)&cond, &out};
+    CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(s), call);
+    uint64_t old = __atomic_load_n(&ushmemi_cuda.scratch[out_off / 8], __ATOMIC_ACQUIRE);
+    return size == 4 ? (uint32_t)old : old;
+}
+
 uint64_t ushmemi_cuda_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                           uint64_t cond, const char *call)
 {
     if (size != 4 && size != 8)
         ushmemi_fatal(call, "unsupported AMO size %zu", size);
-    CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
     ushmemi_cuda_ctx();
     pthread_mutex_lock(&ushmemi_cuda.lock);
-    int kop = (int)op;
-    uint32_t v32 = (uint32_t)value, c32 = (uint32_t)cond;
-    CUdeviceptr out = ushmemi_cuda.scratch_d;
-    void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
-                      size == 4 ? (void *)&c32 : (void *)&cond, &out};
-    CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, ushmemi_cuda.stream, params, NULL),
-             call);
-    CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
+    uint64_t old = amo_kernel(ushmemi_cuda.stream, 0, op, size, remote, value, cond, call);
     ushmemi_cuda.nbi_pending = 0;
-    uint64_t old = __atomic_load_n(&ushmemi_cuda.scratch[0], __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&ushmemi_cuda.lock);
-    return size == 4 ? (uint32_t)old : old;
+    return old;
 }
 
 void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const char *call)
@@ -901,19 +909,10 @@ uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, 
                  call);
         CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
     } else {
-        CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
-        int kop = (int)op;
-        uint32_t v32 = (uint32_t)value, c32 = (uint32_t)cond;
-        CUdeviceptr out = u->scratch_d + OUT;
-        void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
-                          size == 4 ? (void *)&c32 : (void *)&cond, &out};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, u->proxy_stream, params, NULL),
-                 call);
-        CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
-        old = __atomic_load_n(&u->scratch[OUT / 8], __ATOMIC_ACQUIRE);
+        old = amo_kernel(u->proxy_stream, OUT, op, size, remote, value, cond, call);
     }
     pthread_mutex_unlock(&u->proxy_lock);
-    return size == 4 ? (uint32_t)old : old;
+    return old;
 }
 
 void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev)

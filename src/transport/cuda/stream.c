@@ -83,9 +83,8 @@ static void proxy_on_stream(CUstream s, unsigned op, unsigned len, unsigned aux,
                             uint64_t a5, const char *call)
 {
     shmemx_dev_t d;
-    ushmemi_kreq_t r = {
-        {(uint64_t)op | (uint64_t)len << 8 | (uint64_t)aux << 16 | (uint64_t)(uint32_t)pe << 32,
-         (uint64_t)(uintptr_t)a1, (uint64_t)(uintptr_t)a2, a3, (uint64_t)(uintptr_t)a4, a5, 0}};
+    ushmemi_kreq_t r = {{USHMEMI_REQ_W0(op, len, aux, pe), (uint64_t)(uintptr_t)a1,
+                         (uint64_t)(uintptr_t)a2, a3, (uint64_t)(uintptr_t)a4, a5, 0}};
     ushmemi_cuda_dev_world(&d);
     void *params[] = {&d, &r};
     CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda_fixed(K_PROXY_REQ, call), 1, 1, 1, 1, 1, 1, 0,

@@ -27,6 +27,7 @@
 #include "shmemx_device_types.h"
 #include "transport/cuda/devmem.h"
 #include "transport/proxy/devring.h"
+#include "transport/proxy/idle.h"
 #include "transport/proxy/ring.h"
 #include "transport/transport.h"
 
@@ -193,20 +194,16 @@ done:
 static void *consumer_main(void *arg)
 {
     (void)arg;
-    long idle = 0, nap_ns = 0, nap_max_ns = ushmemi_env.proxy_idle_us * 1000L;
-    if (R.host && nap_max_ns) /* testing: keep idle PEs' CPU for the rest of the job */
-        nap_max_ns = 999999;
+    ushmemi_proxy_idle_t wait = {0, 0, ushmemi_env.proxy_idle_us * 1000L};
+    if (R.host && wait.max_ns) /* testing: keep idle PEs' CPU for the rest of the job */
+        wait.max_ns = 999999;
     ushmemi_ring_desc_t q;
     while (__atomic_load_n(&R.run, __ATOMIC_ACQUIRE)) {
         if (!ushmemi_ring_poll(&R.c, &q)) {
-            if (++idle > 2000 && nap_max_ns > 0) {
-                nap_ns = nap_ns ? (nap_ns * 2 < nap_max_ns ? nap_ns * 2 : nap_max_ns) : 1000;
-                struct timespec ts = {0, nap_ns};
-                nanosleep(&ts, NULL);
-            }
+            ushmemi_proxy_idle(&wait);
             continue;
         }
-        idle = nap_ns = 0;
+        ushmemi_proxy_busy(&wait);
         uint64_t v = carry_out(&q);
         ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
     }

@@ -36,6 +36,7 @@
 
 #include "shmem.h"
 #include "transport/mpi/mpi_priv.h"
+#include "transport/proxy/idle.h"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support; after mpi.h */
 #endif
@@ -182,20 +183,16 @@ static void *proxy_main(void *arg)
 {
     (void)arg;
     int next = 0;
-    long idle = 0, nap_ns = 0, nap_max_ns = ENV.proxy_idle_us * 1000L;
+    ushmemi_proxy_idle_t wait = {0, 0, ENV.proxy_idle_us * 1000L};
     while (atomic_load_explicit(&thread_run, memory_order_acquire)) {
         int flag = 0, bytes = 0;
         MPI_Status st;
         MPI_Test(&rreq[next], &flag, &st);
         if (!flag) {
-            if (++idle > 2000 && nap_max_ns > 0) {
-                nap_ns = nap_ns ? (nap_ns * 2 < nap_max_ns ? nap_ns * 2 : nap_max_ns) : 1000;
-                struct timespec ts = {0, nap_ns};
-                nanosleep(&ts, NULL);
-            }
+            ushmemi_proxy_idle(&wait);
             continue;
         }
-        idle = nap_ns = 0;
+        ushmemi_proxy_busy(&wait);
         MPI_Get_count(&st, MPI_BYTE, &bytes);
         serve(rbuf[next], bytes, st.MPI_SOURCE);
         if (post(next) != MPI_SUCCESS)
