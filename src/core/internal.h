@@ -69,7 +69,9 @@ typedef enum {
     X(bootstrap_timeout, INT, "60", "USHMEM_BOOTSTRAP_TIMEOUT",                                    \
       "Seconds to wait for all PEs to join before failing (0: forever)")                           \
     X(debug, BOOL, "0", "SHMEM_DEBUG|USHMEM_DEBUG",                                                \
-      "Print a message for every failed call and check collective arguments")                      \
+      "Print a message for every failed call; check that every PE makes the same symmetric "       \
+      "allocation and the same collective call (kind, team, root, count, type, operator: a "       \
+      "mismatch ends the job with one line naming both PEs and both calls)")                       \
     X(info, BOOL, "0", "SHMEM_INFO|USHMEM_INFO", "Print the environment table at init (PE 0)")     \
     X(version, BOOL, "0", "SHMEM_VERSION|USHMEM_VERSION", "Print the library version at init")     \
     X(master_addr, STR, "", "USHMEM_MASTER_ADDR|MASTER_ADDR",                                      \

@@ -12,8 +12,23 @@ job="$BUILD_DIR/tests/sec_job"
 [ -x "$job" ] || { echo "FAIL: $job is not built"; exit 1; }
 if [ -z "${USH_PRIVATE_TMP:-}" ]; then
   if [ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null; then
-    exec unshare -m --propagation private env USH_PRIVATE_TMP=1 bash -c \
-      'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec bash "$0"' "$0"
+    # The new /tmp is empty; a checkout or build folder that lives under the
+    # old one (a fresh clone in mktemp -d) is bound back at the same path, so
+    # the script, the job and its rpath keep working.
+    stash=$(mktemp -d /dev/shm/ushmem-test.XXXXXX) || exit 1
+    unshare -m --propagation private env USH_PRIVATE_TMP=1 STASH="$stash" bash -c '
+      set -e
+      mount --bind /tmp "$STASH"
+      mount -t tmpfs -o mode=1777 tmpfs /tmp
+      for p in "$0" "$BUILD_DIR"; do
+        case $p in /tmp/?*) top=${p#/tmp/}; top=/tmp/${top%%/*}
+          [ -e "$top" ] || { mkdir -p "$top"; mount --bind "$STASH/${top#/tmp/}" "$top"; } ;;
+        esac
+      done
+      exec bash "$0"' "$0"
+    rc=$?
+    rmdir "$stash" 2>/dev/null
+    exit $rc
   fi
   echo "SKIP: needs root and unshare -m (a private /tmp to squat /tmp/ushmem-<uid> in)"
   exit 0
