@@ -285,41 +285,47 @@ static void note_longest(int64_t elapsed, const char *call)
  * the blocking call it waits in, on what, for which PE and team, for how
  * long; or that it is not in ushmem. A wait publishes itself here when it
  * reaches the slow path (after FAST_POLLS polls: a wait that ends sooner
- * costs nothing more) and ushmemi_wait_done takes it back. The fields are
- * copies, so the handler never reads a waiter's stack; a report racing with
- * a new wait may mix two waits, which is harmless for a diagnosis. With
+ * costs nothing more) and ushmemi_wait_done takes it back. Each thread
+ * fills its own record (copies, so the handler never reads a waiter's
+ * stack) and publishes a pointer to it; a report racing with that thread's
+ * next wait may mix two waits, which is harmless for a diagnosis. With
  * several threads waiting, the latest wait is reported. */
-static struct {
-    const ushmemi_waiter_t *_Atomic owner;
+typedef struct {
+    const ushmemi_waiter_t *owner;
     const char *call;
     const volatile void *addr;
     uint64_t key; /* ushmemi_sym_key(addr) */
     int pe, team_slot, team_start, team_stride, team_size;
     int64_t t0;
-} blocked;
+} blocked_t;
+static _Thread_local blocked_t my_blocked;
+static blocked_t *_Atomic blocked; /* the latest published record, NULL: none */
 
 static void publish(const ushmemi_waiter_t *w)
 {
-    blocked.call = w->call;
-    blocked.addr = w->addr;
-    blocked.key = w->addr ? ushmemi_sym_key(w->addr) : 0;
-    blocked.pe = w->pe;
-    blocked.team_slot = w->team ? w->team->slot : -1;
+    blocked_t *b = &my_blocked;
+    b->owner = w;
+    b->call = w->call;
+    b->addr = w->addr;
+    b->key = w->addr ? ushmemi_sym_key(w->addr) : 0;
+    b->pe = w->pe;
+    b->team_slot = w->team ? w->team->slot : -1;
     if (w->team) {
-        blocked.team_start = w->team->start;
-        blocked.team_stride = w->team->stride;
-        blocked.team_size = w->team->size;
+        b->team_start = w->team->start;
+        b->team_stride = w->team->stride;
+        b->team_size = w->team->size;
     }
-    blocked.t0 = tw.t0;
-    atomic_store_explicit(&blocked.owner, w, memory_order_release);
+    b->t0 = tw.t0;
+    atomic_store_explicit(&blocked, b, memory_order_release);
     tw.published = 1;
 }
 
 void ushmemi_wait_unpublish(ushmemi_waiter_t *w)
 {
-    const ushmemi_waiter_t *mine = w;
-    atomic_compare_exchange_strong_explicit(&blocked.owner, &mine, NULL, memory_order_release,
-                                            memory_order_relaxed);
+    blocked_t *mine = &my_blocked;
+    if (mine->owner == w)
+        atomic_compare_exchange_strong_explicit(&blocked, &mine, NULL, memory_order_release,
+                                                memory_order_relaxed);
     tw.published = 0;
 }
 
@@ -365,53 +371,54 @@ static void hang_report(int sig)
     line_t l = {.len = 0};
     put_s(&l, "ushmem: PE ");
     put_i(&l, ushmemi_g.my_pe);
-    const ushmemi_waiter_t *w = atomic_load_explicit(&blocked.owner, memory_order_acquire);
+    const blocked_t *b = atomic_load_explicit(&blocked, memory_order_acquire);
+    const ushmemi_waiter_t *w = b ? b->owner : NULL;
     if (!ushmemi_g.initialized) {
         put_s(&l, ": not in ushmem (finalized)");
     } else if (!w) {
         put_s(&l, ": computing, not in ushmem");
     } else {
         put_s(&l, ": ");
-        put_s(&l, blocked.call);
+        put_s(&l, b->call);
         put_s(&l, ": waiting");
-        if (blocked.addr) {
-            put_s(&l, blocked.team_slot < 0 ? " on " : " on flag ");
-            put_u(&l, (uint64_t)(uintptr_t)blocked.addr, 16);
-            if (blocked.key) {
+        if (b->addr) {
+            put_s(&l, b->team_slot < 0 ? " on " : " on flag ");
+            put_u(&l, (uint64_t)(uintptr_t)b->addr, 16);
+            if (b->key) {
                 static const char *const seg_name[] = {"heap", "data segment", "device heap"};
-                unsigned s = (unsigned)(blocked.key >> 56) - 1;
+                unsigned s = (unsigned)(b->key >> 56) - 1;
                 put_s(&l, " (");
                 put_s(&l, s < 3 ? seg_name[s] : "segment");
                 put_s(&l, " offset ");
-                put_u(&l, blocked.key & (((uint64_t)1 << 56) - 1), 16);
+                put_u(&l, b->key & (((uint64_t)1 << 56) - 1), 16);
                 put_s(&l, ")");
             }
         }
-        if (blocked.team_slot < 0 && blocked.pe < 0 && wait_kind(w) == WK_LOCK) {
+        if (b->team_slot < 0 && b->pe < 0 && wait_kind(w) == WK_LOCK) {
             int holder = -1;
             for (int pe = 0; pe < ushmemi_g.n_pes && holder < 0; pe++) {
                 ushmemi_sync_region_t *p = ushmemi_peer_sync(pe);
                 if (p && atomic_load_explicit(&p->locks_held, memory_order_relaxed) &&
-                    atomic_load_explicit(&p->last_lock, memory_order_relaxed) == blocked.key)
+                    atomic_load_explicit(&p->last_lock, memory_order_relaxed) == b->key)
                     holder = pe;
             }
             if (holder >= 0) {
                 put_s(&l, ", held by PE ");
                 put_i(&l, holder);
             }
-        } else if (blocked.pe >= 0) {
+        } else if (b->pe >= 0) {
             put_s(&l, ", for PE ");
-            put_i(&l, blocked.pe);
-        } else if (blocked.team_slot < 0) {
+            put_i(&l, b->pe);
+        } else if (b->team_slot < 0) {
             put_s(&l, ", for any PE");
         }
-        if (blocked.team_slot == USHMEMI_TEAM_SLOT_WORLD) {
+        if (b->team_slot == USHMEMI_TEAM_SLOT_WORLD) {
             put_s(&l, ", team world");
-        } else if (blocked.team_slot == USHMEMI_TEAM_SLOT_SHARED) {
+        } else if (b->team_slot == USHMEMI_TEAM_SLOT_SHARED) {
             put_s(&l, ", team shared");
-        } else if (blocked.team_slot >= 0) {
+        } else if (b->team_slot >= 0) {
             /* "team {0, 2}"; a large one "team {0, 2, 4, ..., 62}" */
-            int size = blocked.team_size;
+            int size = b->team_size;
             put_s(&l, ", team {");
             for (int i = 0; i < size; i++) {
                 if (size > 8 && i == 3) {
@@ -419,11 +426,11 @@ static void hang_report(int sig)
                     i = size - 1;
                 }
                 put_s(&l, i ? ", " : "");
-                put_i(&l, blocked.team_start + i * blocked.team_stride);
+                put_i(&l, b->team_start + i * b->team_stride);
             }
             put_s(&l, "}");
         }
-        int64_t ms = (ushmemi_now_ns() - blocked.t0) / 1000000;
+        int64_t ms = (ushmemi_now_ns() - b->t0) / 1000000;
         put_s(&l, ", for ");
         put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) / 1000, 10);
         put_s(&l, ".");
