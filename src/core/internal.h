@@ -107,7 +107,10 @@ typedef enum {
     X(proxy_host, BOOL, "0", "USHMEM_PROXY_HOST",                                                  \
       "Testing: carry host memory of unmapped peers through the staged proxy too (no GPU needed)") \
     X(proxy_idle_us, INT, "50", "USHMEM_PROXY_IDLE_US",                                            \
-      "Staged proxy: longest sleep (us) of an idle proxy thread between polls (0: spin)")
+      "Staged proxy: longest sleep (us) of an idle proxy thread between polls (0: spin)")          \
+    X(proxy_spin_us, INT, "2000", "USHMEM_PROXY_SPIN_US",                                          \
+      "Staged proxy: for this long (us) after its last work an idle proxy thread naps at most 4 "  \
+      "us")
 
 typedef struct {
 #define USHMEMI_ENV_FIELD_SIZE                           size_t

@@ -94,6 +94,11 @@ void ushmemi_wait_poll(ushmemi_waiter_t *w);
 /* A wait that reached the slow path published itself for the hang report
  * (SIGURG, see wait.c); one predictable branch otherwise. */
 void ushmemi_wait_unpublish(ushmemi_waiter_t *w);
+
+/* What a helper thread of this PE is doing (the proxy's threads), for the
+ * hang report: one line per busy slot. what NULL: idle. The strings must
+ * be static. */
+void ushmemi_activity(int slot, const char *what, int pe);
 static inline void ushmemi_wait_done(ushmemi_waiter_t *w)
 {
     if (USHMEMI_UNLIKELY(w->spins == UINT_MAX))

@@ -169,4 +169,7 @@ typedef struct {
     int pe;
 } ushmemi_amo_desc_t;
 
+/* Slots of ushmemi_activity (core/prims.h): the proxy's helper threads. */
+enum { USHMEMI_ACT_DEVRING, USHMEMI_ACT_STAGED, USHMEMI_ACT_SLOTS };
+
 #endif

@@ -364,6 +364,50 @@ static void put_i(line_t *l, int v)
     put_u(l, (uint64_t)v, 10);
 }
 
+static struct {
+    const char *_Atomic what;
+    _Atomic int pe;
+    _Atomic int64_t t0;
+} activity[USHMEMI_ACT_SLOTS];
+
+void ushmemi_activity(int slot, const char *what, int pe)
+{
+    if (what) {
+        atomic_store_explicit(&activity[slot].pe, pe, memory_order_relaxed);
+        atomic_store_explicit(&activity[slot].t0, ushmemi_now_ns(), memory_order_relaxed);
+    }
+    atomic_store_explicit(&activity[slot].what, what, memory_order_release);
+}
+
+static void activity_report(void)
+{
+    static const char *const who[] = {"the kernels' request thread", "the proxy thread"};
+    for (int i = 0; i < USHMEMI_ACT_SLOTS; i++) {
+        const char *what = atomic_load_explicit(&activity[i].what, memory_order_acquire);
+        if (!what)
+            continue;
+        line_t l = {.len = 0};
+        int64_t ms =
+            (ushmemi_now_ns() - atomic_load_explicit(&activity[i].t0, memory_order_relaxed)) /
+            1000000;
+        put_s(&l, "ushmem: PE ");
+        put_i(&l, ushmemi_g.my_pe);
+        put_s(&l, ": ");
+        put_s(&l, who[i]);
+        put_s(&l, ": ");
+        put_s(&l, what);
+        put_s(&l, ", PE ");
+        put_i(&l, atomic_load_explicit(&activity[i].pe, memory_order_relaxed));
+        put_s(&l, ", for ");
+        put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) / 1000, 10);
+        put_s(&l, ".");
+        put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) % 1000 / 100, 10);
+        put_s(&l, " s\n");
+        ssize_t rc = write(2, l.buf, l.len);
+        (void)rc;
+    }
+}
+
 static void hang_report(int sig)
 {
     (void)sig;
@@ -440,6 +484,7 @@ static void hang_report(int sig)
     l.buf[l.len++] = '\n';
     ssize_t rc = write(2, l.buf, l.len);
     (void)rc;
+    activity_report();
     errno = saved;
 }
 

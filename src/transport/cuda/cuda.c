@@ -343,9 +343,19 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
                       !uva ? "unified addressing" : "64-bit stream memory operations");
         return USHMEM_EUNSUPPORTED;
     }
-    if ((rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->stream, 0), call)) ||
+    /* The proxy's stream at the greatest priority: the GPU runs streams on
+     * a few hardware queues, in order within each, and a stream of the
+     * application waiting on a memory word (signal_wait_until_on_stream) or
+     * behind a kernel that waits for the proxy would hold up a proxy stream
+     * sharing its queue; the copies and atomics from other hosts that it
+     * waits for would then never land. Other priorities use other queues. */
+    int least = 0, greatest = 0;
+    ushmemi_cu.cuCtxGetStreamPriorityRange(&least, &greatest);
+    if ((rc = CU_TRY(ushmemi_cu.cuStreamCreateWithPriority(&c->proxy_stream, CU_STREAM_NON_BLOCKING,
+                                                           greatest),
+                     call)) ||
+        (rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->stream, 0), call)) ||
         (rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->poll_stream, CU_STREAM_NON_BLOCKING), call)) ||
-        (rc = CU_TRY(ushmemi_cu.cuStreamCreate(&c->proxy_stream, CU_STREAM_NON_BLOCKING), call)) ||
         (rc =
              CU_TRY(ushmemi_cu.cuMemHostAlloc((void **)&c->scratch, 4096,
                                               CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
@@ -885,6 +895,24 @@ void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const cha
              call);
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
     pthread_mutex_unlock(&u->proxy_lock);
+}
+
+/* Enqueued only: the caller keeps src (page-locked) until proxy_sync. */
+void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&u->proxy_lock);
+    CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
+                                      u->proxy_stream),
+             call);
+    pthread_mutex_unlock(&u->proxy_lock);
+}
+
+void ushmemi_cuda_proxy_sync(const char *call)
+{
+    ushmemi_cuda_ctx();
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.proxy_stream), call);
 }
 
 /* A set is a stream memory operation (no SM needed, so it lands even while

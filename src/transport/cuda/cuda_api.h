@@ -135,6 +135,8 @@ typedef struct {
     X(cuCtxPushCurrent, (CUcontext ctx))                                                           \
     X(cuCtxPopCurrent, (CUcontext * ctx))                                                          \
     X(cuStreamCreate, (CUstream * s, unsigned int flags))                                          \
+    X(cuStreamCreateWithPriority, (CUstream * s, unsigned int flags, int priority))                \
+    X(cuCtxGetStreamPriorityRange, (int *least, int *greatest))                                    \
     X(cuStreamDestroy, (CUstream s))                                                               \
     X(cuStreamSynchronize, (CUstream s))                                                           \
     X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \

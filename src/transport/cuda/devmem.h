@@ -69,6 +69,8 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
 int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call);
 /* The same copy whatever the kinds (the driver tells them apart). */
 void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call);
+void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const char *call);
+void ushmemi_cuda_proxy_sync(const char *call);
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call);
 /* Page-locked host memory mapped into the device (kernels reach it at *dev);

@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_module.h"
+#include "core/prims.h"
 #include "transport/proxy/hands.h"
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -38,6 +39,9 @@ static const ushmemi_mpi_core_t core_table = {
     .bounce_alloc = ushmemi_proxy_bounce_alloc,
     .bounce_free = ushmemi_proxy_bounce_free,
     .is_device = ushmemi_proxy_is_device,
+    .local_put = ushmemi_proxy_local_put,
+    .local_sync = ushmemi_proxy_local_sync,
+    .activity = ushmemi_activity,
 };
 
 /* 0: loaded; 1: not there (try the next place); -1: there but unusable. */

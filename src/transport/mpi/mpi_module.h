@@ -16,7 +16,7 @@
 #include "core/state.h"
 #include "transport/transport.h"
 
-#define USHMEMI_MPI_ABI       4u
+#define USHMEMI_MPI_ABI       5u
 #define USHMEMI_MPI_ENTRY     "ushmem_mpi_module_v4"
 #define USHMEMI_MPI_FILE_NAME "libushmem_mpi.so"
 
@@ -42,6 +42,13 @@ typedef struct {
     void (*bounce_free)(void *p);
     /* 1 when addr is device memory (symmetric or not). */
     int (*is_device)(const void *addr);
+    /* A put into this PE's symmetric memory from a page-locked buffer:
+     * returns 1 when only enqueued (the device heap, on the proxy's stream,
+     * in order with its AMOs), so src must stay put until local_sync;
+     * 0 when done (host memory). */
+    int (*local_put)(void *sym, const void *src, size_t n, const char *call);
+    void (*local_sync)(const char *call);
+    void (*activity)(int slot, const char *what, int pe); /* for the hang report */
 } ushmemi_mpi_core_t;
 
 /* What the module offers. */

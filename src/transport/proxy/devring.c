@@ -194,9 +194,11 @@ done:
 static void *consumer_main(void *arg)
 {
     (void)arg;
-    ushmemi_proxy_idle_t wait = {0, 0, ushmemi_env.proxy_idle_us * 1000L};
+    ushmemi_proxy_idle_t wait;
+    ushmemi_proxy_idle_init(&wait, ushmemi_env.proxy_idle_us * 1000L,
+                            ushmemi_env.proxy_spin_us * 1000L);
     if (R.host && wait.max_ns) /* testing: keep idle PEs' CPU for the rest of the job */
-        wait.max_ns = 999999;
+        wait.max_ns = 999999, wait.spin_ns = 100000;
     ushmemi_ring_desc_t q;
     while (__atomic_load_n(&R.run, __ATOMIC_ACQUIRE)) {
         if (!ushmemi_ring_poll(&R.c, &q)) {
@@ -204,7 +206,10 @@ static void *consumer_main(void *arg)
             continue;
         }
         ushmemi_proxy_busy(&wait);
+        ushmemi_activity(USHMEMI_ACT_DEVRING, op_name((unsigned)(q.w[0] & 0x7f)),
+                         (int)(uint32_t)(q.w[0] >> 32));
         uint64_t v = carry_out(&q);
+        ushmemi_activity(USHMEMI_ACT_DEVRING, NULL, 0);
         ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
     }
     return NULL;

@@ -24,6 +24,26 @@ void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *
     memcpy(dst, src, n);
 }
 
+/* Puts from other hosts into the device heap are not waited for one by
+ * one: the receiver answers quiets, gets and AMOs (all behind them on the
+ * same stream) and reuses its receive buffers only after local_sync, so a
+ * stream of puts pipelines with MPI and costs no synchronization each. */
+int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call)
+{
+    if (n && ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
+        ushmemi_cuda_proxy_copy_async(sym, src, n, call);
+        return 1;
+    }
+    ushmemi_proxy_local_copy(sym, src, n, call);
+    return 0;
+}
+
+void ushmemi_proxy_local_sync(const char *call)
+{
+    if (ushmemi_g.cuda_active)
+        ushmemi_cuda_proxy_sync(call);
+}
+
 uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint64_t value,
                                  uint64_t cond, const char *call)
 {

@@ -14,5 +14,7 @@ uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint
 void *ushmemi_proxy_bounce_alloc(size_t n);
 void ushmemi_proxy_bounce_free(void *p);
 int ushmemi_proxy_is_device(const void *addr);
+int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call);
+void ushmemi_proxy_local_sync(const char *call);
 
 #endif

@@ -1,24 +1,53 @@
 /* How the proxy's threads wait when there is nothing to do (staged.c's
- * receiver, devring.c's request thread): spin while busy; after 2000 empty
- * polls, nap, doubling from 1 us up to max_ns, so idle PEs leave the CPU to
- * the application. Header only: staged.c is in libushmem_mpi.so. */
+ * receiver, devring.c's request thread): after 64 empty polls, nap,
+ * doubling from 1 us up to 4 us while the last piece of work is less than
+ * spin_ns old (the next request or message usually comes within a round
+ * trip: a long nap would add its length to every hop), then up to max_ns,
+ * so idle PEs leave the CPU to the application. Short naps rather than a
+ * spin: a thread spinning in MPI_Test holds the MPI library's locks that
+ * the PE's other threads need to send. The threads ask for 1 us timer
+ * slack (the default 50 us would turn every nap into 50 us). Header only:
+ * staged.c is in libushmem_mpi.so. */
 #ifndef USHMEM_PROXY_IDLE_H
 #define USHMEM_PROXY_IDLE_H
 
+#include <sys/prctl.h>
 #include <time.h>
 
 typedef struct {
-    long polls;  /* empty polls since the last piece of work */
-    long nap_ns; /* the last nap */
-    long max_ns; /* longest nap (< 1 s); 0: always spin */
+    long polls;        /* empty polls since the last piece of work */
+    long nap_ns;       /* the last nap */
+    long max_ns;       /* longest nap (< 1 s); 0: always spin */
+    long spin_ns;      /* spin this long after work before napping */
+    long long last_ns; /* when the last piece of work came */
 } ushmemi_proxy_idle_t;
+
+static inline long long ushmemi_proxy_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* At the start of the thread. */
+static inline void ushmemi_proxy_idle_init(ushmemi_proxy_idle_t *w, long max_ns, long spin_ns)
+{
+    w->polls = w->nap_ns = 0;
+    w->max_ns = max_ns;
+    w->spin_ns = spin_ns;
+    w->last_ns = ushmemi_proxy_now_ns();
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+}
 
 /* An empty poll. */
 static inline void ushmemi_proxy_idle(ushmemi_proxy_idle_t *w)
 {
-    if (++w->polls <= 2000 || w->max_ns <= 0)
+    if (w->max_ns <= 0 || ++w->polls <= 64)
         return;
-    w->nap_ns = w->nap_ns ? (w->nap_ns * 2 < w->max_ns ? w->nap_ns * 2 : w->max_ns) : 1000;
+    long cap = w->max_ns;
+    if (cap > 4000 && ushmemi_proxy_now_ns() - w->last_ns < w->spin_ns)
+        cap = 4000;
+    w->nap_ns = w->nap_ns ? (w->nap_ns * 2 < cap ? w->nap_ns * 2 : cap) : 1000;
     struct timespec ts = {0, w->nap_ns};
     nanosleep(&ts, NULL);
 }
@@ -26,6 +55,7 @@ static inline void ushmemi_proxy_idle(ushmemi_proxy_idle_t *w)
 /* Work came: spin again. */
 static inline void ushmemi_proxy_busy(ushmemi_proxy_idle_t *w)
 {
+    w->last_ns = ushmemi_proxy_now_ns();
     w->polls = w->nap_ns = 0;
 }
 

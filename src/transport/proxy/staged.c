@@ -17,10 +17,14 @@
  * nothing. Completion: a put returns once its bytes are in MPI's hands
  * (OpenSHMEM asks no more of a blocking put); quiet sends a QUIET to every PE
  * with puts in flight and waits for the answers, which the proxy sends only
- * after every earlier request of that PE is in memory. Large transfers go as
- * CHUNK-sized messages: while the proxy copies one into the device heap, MPI
- * fills the other posted buffers (the staging copies pipeline with the
- * transfer).
+ * after every earlier request of that PE is in memory. Puts into the device
+ * heap are enqueued on the proxy's stream and not waited for one by one:
+ * their buffers are reposted after the next synchronization (a quiet, an
+ * AMO, every buffer in use, or nothing else to do), and the signal of a put
+ * with signal, gets and AMOs queue behind them on that stream. Large
+ * transfers go as CHUNK-sized messages: while the GPU copies one into the
+ * device heap, MPI fills the other posted buffers (the staging copies
+ * pipeline with the transfer).
  *
  * Needs MPI_THREAD_MULTIPLE (the proxy thread and the application's threads
  * call MPI at once); ushmem asks for it when it initializes MPI. */
@@ -43,7 +47,7 @@
 
 #define CALL       "proxy"
 #define CHUNK      ((size_t)1 << 20) /* payload bytes per message */
-#define NRECV      4                 /* receives the proxy keeps posted */
+#define NRECV      8                 /* receive buffers of the proxy */
 #define INLINE_MAX ((size_t)8192)    /* smaller payloads are copied behind the header */
 
 enum { TAG_REQ = 1, TAG_REPLY0 = 64, NREPLY_TAGS = 16384 };
@@ -74,6 +78,13 @@ static int thread_started;
 static _Atomic int thread_run;
 static char *rbuf[NRECV];
 static MPI_Request rreq[NRECV];
+/* Receives match messages in the order they were posted: order[] holds the
+ * posted buffers from ohead on, in that order. A buffer whose payload is
+ * still being copied into the device heap is held (not reposted) until the
+ * next sync: when a quiet must be answered, when every buffer is held, or
+ * when nothing arrives. */
+static int order[NRECV], ohead, nposted;
+static int held[NRECV], nheld;
 static char *gbuf[2]; /* answers to gets, sent while the next part is copied */
 
 static int fail(const char *what, int rc)
@@ -138,7 +149,10 @@ static void serve_get(const hdr_t *h, int from)
     MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
 }
 
-static void serve(const char *msg, int bytes, int from)
+static void release_held(void);
+
+/* 1 when msg's payload is still being copied (the buffer is held). */
+static int serve(const char *msg, int bytes, int from)
 {
     hdr_t h;
     if (bytes < (int)sizeof h)
@@ -152,29 +166,49 @@ static void serve(const char *msg, int bytes, int from)
         if ((uint64_t)bytes - sizeof h != h.len)
             die("put from PE %d: %llu bytes announced, %d arrived", from, (unsigned long long)h.len,
                 bytes - (int)sizeof h);
-        CORE.local_copy(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL);
-        if (h.op == OP_PUT_SIGNAL) /* after the data: local_copy completed it */
+        if (CORE.local_put(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL)) {
+            if (h.op == OP_PUT)
+                return 1;
+            CORE.local_sync(CALL); /* the signal, wherever it lives, after the data */
+        }
+        if (h.op == OP_PUT_SIGNAL)
             CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
                            local_at(from, h.sig_seg, h.sig_off, 8), h.value, 0, CALL);
-        return;
-    case OP_GET: serve_get(&h, from); return;
+        return 0;
+    case OP_GET: serve_get(&h, from); return 0; /* its copies queue behind held puts */
     case OP_AMO:
+        release_held(); /* fence: the word may live in host memory, off the copies' stream */
         result = CORE.local_amo((ushmemi_amo_op_t)h.amo_op, (int)h.dtype,
                                 local_at(from, h.seg, h.off, USHMEMI_DT_SIZE(h.dtype)), h.value,
                                 h.cond, CALL);
         MPI_Send(&result, 8, MPI_BYTE, from, (int)h.reply_tag, pcomm);
-        return;
+        return 0;
     case OP_QUIET: /* every earlier request of this PE is in memory */
+        CORE.local_sync(CALL);
         MPI_Send(NULL, 0, MPI_BYTE, from, (int)h.reply_tag, pcomm);
-        return;
+        return 0;
     default: die("unknown request %u from PE %d", h.op, from);
     }
+    return 0;
 }
 
 static int post(int i)
 {
+    order[(ohead + nposted++) % NRECV] = i;
     return MPI_Irecv(rbuf[i], (int)(sizeof(hdr_t) + CHUNK), MPI_BYTE, MPI_ANY_SOURCE, TAG_REQ,
                      pcomm, &rreq[i]);
+}
+
+/* The held buffers' copies are done: post them again. */
+static void release_held(void)
+{
+    if (!nheld)
+        return;
+    CORE.local_sync(CALL);
+    for (int k = 0; k < nheld; k++)
+        if (post(held[k]) != MPI_SUCCESS)
+            die("reposting a receive failed");
+    nheld = 0;
 }
 
 /* Spins while busy; when nothing came for a while, sleeps, doubling up to
@@ -182,26 +216,42 @@ static int post(int i)
 static void *proxy_main(void *arg)
 {
     (void)arg;
-    int next = 0;
-    ushmemi_proxy_idle_t wait = {0, 0, ENV.proxy_idle_us * 1000L};
+    ushmemi_proxy_idle_t wait;
+    ushmemi_proxy_idle_init(&wait, ENV.proxy_idle_us * 1000L, ENV.proxy_spin_us * 1000L);
     while (atomic_load_explicit(&thread_run, memory_order_acquire)) {
-        int flag = 0, bytes = 0;
+        int flag = 0, bytes = 0, next = order[ohead];
         MPI_Status st;
+        if (nposted == 0) {
+            release_held();
+            continue;
+        }
         MPI_Test(&rreq[next], &flag, &st);
         if (!flag) {
-            ushmemi_proxy_idle(&wait);
+            if (nheld)
+                release_held(); /* nothing else to do: let the puts land */
+            else
+                ushmemi_proxy_idle(&wait);
             continue;
         }
         ushmemi_proxy_busy(&wait);
+        ohead = (ohead + 1) % NRECV;
+        nposted--;
         MPI_Get_count(&st, MPI_BYTE, &bytes);
-        serve(rbuf[next], bytes, st.MPI_SOURCE);
-        if (post(next) != MPI_SUCCESS)
+        CORE.activity(USHMEMI_ACT_STAGED, "serving a request", st.MPI_SOURCE);
+        int held_now = serve(rbuf[next], bytes, st.MPI_SOURCE);
+        CORE.activity(USHMEMI_ACT_STAGED, NULL, 0);
+        if (held_now)
+            held[nheld++] = next;
+        else if (post(next) != MPI_SUCCESS)
             die("reposting a receive failed");
-        next = (next + 1) % NRECV;
     }
-    for (int i = 0; i < NRECV; i++) {
+    release_held();
+    while (nposted) {
+        int i = order[ohead];
         MPI_Cancel(&rreq[i]);
         MPI_Wait(&rreq[i], MPI_STATUS_IGNORE);
+        ohead = (ohead + 1) % NRECV;
+        nposted--;
     }
     return NULL;
 }
@@ -499,6 +549,7 @@ static int t_attach(void)
         rc = (rbuf[i] = CORE.bounce_alloc(sizeof(hdr_t) + CHUNK)) ? 0 : USHMEM_ENOMEM;
     for (int i = 0; i < 2 && !rc; i++)
         rc = (gbuf[i] = CORE.bounce_alloc(CHUNK)) ? 0 : USHMEM_ENOMEM;
+    ohead = nposted = nheld = 0;
     for (int i = 0; i < NRECV && !rc; i++)
         if ((rc = post(i)) != MPI_SUCCESS)
             rc = fail("posting the proxy's receives", rc);
