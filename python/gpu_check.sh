@@ -40,7 +40,7 @@ if ! ls "$B"/python/ushmem/_ushmem*.so >/dev/null 2>&1; then
   echo "fallback build: include $inc ($(ls "$inc"/Python.h 2>&1))" >>"$O/build.log"
   mkdir -p "$B/python/ushmem"
   gcc -O2 -shared -fPIC -fvisibility=hidden -std=gnu11 -I"$inc" -I"$root/include" \
-    "$root/python/ushmem/_ushmem.c" "$B"/CMakeFiles/ushmem_obj.dir/src/*/*.o \
+    "$root"/python/ushmem/_*.c "$B"/CMakeFiles/ushmem_obj.dir/src/*/*.o \
     "$B"/CMakeFiles/ushmem_obj.dir/src/*/*/*.o -Wl,--version-script="$root/python/ushmem/_ushmem.map" \
     -lpthread -ldl -o "$B/python/ushmem/_ushmem$ext" >>"$O/build.log" 2>&1
 fi

@@ -121,11 +121,17 @@ class SDist(sdist):
                 shutil.copy2(s, d)
 
 
+# The binding's files (ushmem/_ushmem.h says what each holds); python/CMakeLists.txt lists
+# the same.
+USHMEM_EXT_SOURCES = ["_ushmem.c", "_common.c", "_memory.c", "_lifetime.c", "_rma.c",
+                      "_teams.c", "_device.c"]
+
 srcs, objs = library()
 ver = version()
 ext = Extension(
     "ushmem._ushmem",
-    sources=["ushmem/_ushmem.c"] + srcs,
+    sources=[f"ushmem/{f}" for f in USHMEM_EXT_SOURCES] + srcs,
+    depends=["ushmem/_ushmem.h"],
     include_dirs=[os.path.join(root, "include"), os.path.join(root, "src")],
     define_macros=[("_GNU_SOURCE", None), ("USHMEM_VERSION_STRING", f'"{ver}"')],
     extra_compile_args=["-std=gnu11", "-fvisibility=hidden", "-Wno-unused-parameter"],

@@ -96,7 +96,7 @@ if has pytests; then
       ext=$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
       mkdir -p "$PB/python/ushmem"
       gcc -O2 -shared -fPIC -fvisibility=hidden -std=gnu11 -I"$inc" -I"$root/include" \
-        python/ushmem/_ushmem.c "$PB"/CMakeFiles/ushmem_obj.dir/src/*/*.o \
+        python/ushmem/_*.c "$PB"/CMakeFiles/ushmem_obj.dir/src/*/*.o \
         "$PB"/CMakeFiles/ushmem_obj.dir/src/*/*/*.o -Wl,--version-script=python/ushmem/_ushmem.map \
         -lpthread -ldl -o "$PB/python/ushmem/_ushmem$ext" >>"$O/pybuild.log" 2>&1
     fi

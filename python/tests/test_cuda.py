@@ -536,3 +536,67 @@ def recv_of(pe, data):
 @_cuda_test
 def test_cuda_device_sync_helper():
     device_sync()  # the conftest helper itself
+
+
+def _cudart():
+    """The CUDA runtime through ctypes (as the seed reads memory), or None."""
+    import ctypes
+    import glob
+    import os
+    names = ["libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"]
+    torch_lib = os.path.join(os.path.dirname(_t().__file__), "lib")
+    names += sorted(glob.glob(os.path.join(torch_lib, "libcudart*.so*")))
+    for name in names:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+@_cuda_test
+def test_cuda_raw_allocations_are_device_memory(me, npes, data):
+    """With a GPU bound, malloc, calloc and align place memory as create_buffer does: on
+    the device heap (issue 22, item 15; rocshmem4py's seed reads calloc's zeros back with
+    cudaMemcpy(..., cudaMemcpyDeviceToHost), which failed on host memory). A non-symmetric
+    CUDA tensor's peer table is a ValueError (item 14; the failed copy's CUDA error used to
+    surface in the next torch call as torch.AcceleratorError)."""
+    import ctypes
+    torch = _t()
+    import ushmem.interop.torch as ut
+    n, dev = 256, _dev()
+    right, left = (me + 1) % npes, (me - 1) % npes
+    raw = {"malloc": ushmem.malloc(n), "calloc": ushmem.calloc(n // 4, 4),
+           "align": ushmem.align(4096, n)}
+    views = {k: ushmem.SymmetricBuffer(n, ptr=p, own_data=False) for k, p in raw.items()}
+    places = {k: v.device for k, v in views.items()}
+    zeros = _host_bytes(_tensor(views["calloc"]))
+    ushmem.putmem(raw["malloc"], data.bytes(me, n, "malloc"), n, right)
+    ushmem.putmem(raw["align"], data.bytes(me, n, "align"), n, right)
+    ushmem.barrier_all()
+    got = {k: _host_bytes(_tensor(views[k])) for k in ("malloc", "align")}
+    d2h, leftover = None, None
+    rt = _cudart()
+    if rt is not None:
+        host = (ctypes.c_uint8 * n)(*([0xAB] * n))
+        d2h = rt.cudaMemcpy(host, ctypes.c_void_p(raw["calloc"]), ctypes.c_size_t(n), 2)
+        leftover = rt.cudaGetLastError()
+        d2h = (d2h, bytes(host))
+    private = torch.zeros(10, device=f"cuda:{dev}")  # the seed's non-symmetric tensor
+    with pytest.raises(ValueError, match="not a symmetric tensor"):
+        ut.get_peer_ptr_table(private)
+    t = ut.create_tensor((16,), torch.int32)
+    table = ut.get_peer_ptr_table(t)
+    bases = ushmem.get_peer_ptr_table(t)
+    ushmem.barrier_all()
+    ut.free_tensor(t)
+    for p in raw.values():
+        ushmem.free(p)
+    assert places == dict.fromkeys(raw, f"cuda:{dev}"), places
+    assert zeros == bytes(n)
+    assert got == {k: data.bytes(left, n, k) for k in got}
+    assert raw["align"] % 4096 == 0
+    if d2h is not None:
+        assert d2h == (0, bytes(n)) and leftover == 0, (d2h[0], leftover)
+    assert table.is_cuda and table.dtype == torch.int64 and table.tolist() == bases
+    assert bases[me] == t.data_ptr() and isinstance(bases, list)

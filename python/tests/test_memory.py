@@ -176,7 +176,7 @@ def test_peer_ptr_table(me, npes):
     assert table[me].item() == t.data_ptr()
     assert table.tolist() == [b or 0 for b in ushmem.get_heap_bases(t.data_ptr())]
     b = ushmem.create_buffer(32, device="cpu")
-    assert ushmem.get_peer_ptr_table(b).tolist() == ushmem.get_heap_bases(b)
+    assert ushmem.get_peer_ptr_table(b) == ushmem.get_heap_bases(b)
     with pytest.raises(ValueError, match="not a symmetric tensor"):
         ut.get_peer_ptr_table(torch.zeros(4))
     with pytest.raises(ValueError, match="not a symmetric tensor"):
@@ -184,6 +184,30 @@ def test_peer_ptr_table(me, npes):
     ushmem.barrier_all()
     b.free()
     ut.free_tensor(t)
+
+
+def test_peer_ptr_table_is_a_list_of_ints(me, npes, data):
+    """The seed's bare-Python helper (issue 22, item 13): get_peer_ptr_table(ptr) is a list
+    of one int per PE, this PE's entry the pointer itself, equal to get_heap_bases(ptr) (a
+    bool, not a tensor); every entry addresses that PE's copy (read through it here)."""
+    import ctypes
+    seedbuf = ushmem.SymmetricBuffer(1024)  # the seed's default placement
+    table = ushmem.get_peer_ptr_table(seedbuf.ptr)
+    same = ushmem.get_heap_bases(seedbuf.ptr) == table
+    b = ushmem.create_buffer(64, device="cpu")
+    ushmem.putmem(b, data.bytes(me, 64), 64, me)
+    ushmem.barrier_all()
+    host = ushmem.get_peer_ptr_table(b)
+    copies = [ctypes.string_at(a, 64) for a in host]
+    inner = ushmem.get_peer_ptr_table(b.ptr + 16)
+    ushmem.barrier_all()
+    b.free()
+    seedbuf.free()
+    assert isinstance(table, list) and len(table) == npes
+    assert all(type(a) is int for a in table) and table[me] == seedbuf.ptr
+    assert same is True
+    assert copies == [data.bytes(pe, 64) for pe in range(npes)]
+    assert inner == [a + 16 for a in host]
 
 
 def test_seed_nonowning_buffer(me, npes):
@@ -225,7 +249,8 @@ def test_seed_nonowning_buffer(me, npes):
         pass
     assert np.asarray(b).ctypes.data == b.ptr
     ushmem.barrier_all()
-    got = bytes(w)
+    got = bytearray(128)
+    ushmem.getmem(got, w, 128, me)  # malloc memory is device memory where a GPU is bound
     ushmem.free(raw)
     b.free()
     assert len(errors) == 5, errors

@@ -267,7 +267,13 @@ def init_attr(rank, nranks, uid, device=None, thread_level=None):
 
 def finalize():
     """Collective: destroys the teams the package created, reports leaked symmetric memory
-    (LeakWarning), and finalizes the library. Raises if it is not initialized."""
+    (LeakWarning), and finalizes the library. Raises if it is not initialized.
+
+    While another ushmem call is in progress in this process (another thread waits in
+    signal_wait_until or a barrier, or copies with the GIL released), finalize() refuses:
+    it raises ushmem.Error (ERR_STATE, a RuntimeError) naming that call and leaves ushmem
+    initialized, since finalizing would unmap the memory that call still uses. Make the
+    call return first (for a wait: satisfy it), then call finalize() again, on every PE."""
     global _init_method
     _c_finalize()
     _init_method = None
@@ -563,11 +569,11 @@ def buffer_of(addr):
 
 
 def get_peer_ptr_table(buf):
-    """The address of every PE's copy of a symmetric object as mapped in this process
-    (0 where not mapped), as an int64 table on the object's device: a torch tensor when
-    torch is importable (the table kernels take, as rocshmem4py's), else a numpy array
-    (host only). buf: a SymmetricBuffer, a symmetric tensor or array, or an int address.
-    ValueError when buf is not symmetric."""
+    """[address of every PE's copy of a symmetric object as mapped in this process (0 where
+    not mapped)]: a list of one int per PE, as rocshmem4py's bare-Python helper (equal to
+    get_heap_bases(buf) where every PE is mapped here). buf: an int address, a
+    SymmetricBuffer, or a symmetric tensor or array. ValueError when buf is not symmetric.
+    interop.torch.get_peer_ptr_table(t) gives the same table as an int64 tensor."""
     arg = buf.data_ptr() if callable(getattr(buf, "data_ptr", None)) else buf  # tensors
     try:
         bases = _ushmem.get_heap_bases(arg)
@@ -577,17 +583,7 @@ def get_peer_ptr_table(buf):
                              "buffer (make it with create_buffer or interop.torch."
                              "create_tensor)") from None
         raise
-    table = [b or 0 for b in bases]
-    device = getattr(buf, "device", "cpu")
-    device = str(device) if device is not None else "cpu"
-    try:
-        import torch
-    except ImportError:
-        if device != "cpu":
-            raise
-        import numpy
-        return numpy.array(table, dtype=numpy.int64)
-    return torch.tensor(table, dtype=torch.int64, device=device)
+    return [b or 0 for b in bases]
 
 
 def live_allocations():

@@ -174,7 +174,7 @@ def addr_accessible(addr, pe) -> Any:
     ...
 
 def align(alignment, nbytes) -> Any:
-    """Collective: nbytes of symmetric memory at a multiple of alignment (a power of two; otherwise Error, a RuntimeError); returns the address."""
+    """Collective: nbytes of symmetric memory (placed as malloc's) at a multiple of alignment (a power of two; otherwise Error, a RuntimeError); returns the address."""
     ...
 
 def alltoallmem(team, dest, source, nbytes_per_pe) -> Any:
@@ -226,7 +226,7 @@ def buffer_unregister_all() -> Any:
     ...
 
 def calloc(count, size) -> Any:
-    """Collective: count * size zeroed symmetric bytes; returns the address. A zero count or size raises Error (a RuntimeError)."""
+    """Collective: count * size zeroed symmetric bytes (placed as malloc's); returns the address. A zero count or size raises Error (a RuntimeError)."""
     ...
 
 def create_buffer(nbytes, device=None, zero=False) -> Any:
@@ -314,7 +314,7 @@ def get_peer_buffer(buf, pe, nbytes=None) -> Any:
     ...
 
 def get_peer_ptr_table(buf) -> Any:
-    """The address of every PE's copy of a symmetric object as mapped in this process"""
+    """[address of every PE's copy of a symmetric object as mapped in this process (0 where"""
     ...
 
 def get_uniqueid() -> Any:
@@ -590,7 +590,7 @@ def longlong_atomic_swap(dest, value, pe) -> Any:
     ...
 
 def malloc(nbytes) -> Any:
-    """Collective: nbytes of the symmetric heap; returns the address (int). 0 bytes: None. Free it with free() on every PE."""
+    """Collective: nbytes of symmetric memory (the device heap when a CUDA device is bound, else the host heap); returns the address (int). 0 bytes: None. Free it with free() on every PE."""
     ...
 
 def my_pe() -> Any:

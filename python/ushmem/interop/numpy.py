@@ -29,12 +29,19 @@ def array(shape, dtype=np.float64, zero=False):
     """A new array of the given shape and dtype on the symmetric heap (collective).
     Uninitialized unless zero=True."""
     shape, dtype = _shape(shape), np.dtype(dtype)
+    if dtype.hasobject:  # checked before allocating: nothing to free (collectively) after
+        raise TypeError(f"array: dtype {dtype} holds Python object references, which cannot "
+                        "live in symmetric memory (use a numeric, bool or fixed-size dtype)")
     count = math.prod(shape)
-    if count == 0:
+    if count == 0 or dtype.itemsize == 0:
         raise ValueError("array: an empty array is not a symmetric allocation")
     # numpy arrays are host memory: the host heap even where a CUDA device is bound.
     buf = _ushmem.create_buffer(count * dtype.itemsize, device="cpu", zero=zero)
-    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+    try:
+        return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+    except BaseException:
+        buf.free()  # collective: every PE failed alike
+        raise
 
 
 def zeros(shape, dtype=np.float64):

@@ -23,7 +23,7 @@ import math
 import torch
 
 from .. import _error, _ushmem, _no_cuda, TEAM_WORLD
-from .. import get_peer_ptr_table as _peer_ptr_table
+from .. import get_peer_ptr_table as _peer_ptr_list
 
 
 def _shape(shape):
@@ -100,7 +100,8 @@ def get_peer_ptr_table(t):
     mapped in this process (0 where not mapped), the table kernels take. ValueError when t
     is not a symmetric tensor."""
     _require_tensor(t, "get_peer_ptr_table", "t")
-    return _peer_ptr_table(t)
+    table = _peer_ptr_list(t)  # ValueError first: nothing is made on the device before
+    return torch.tensor(table, dtype=torch.int64, device=t.device)
 
 
 def _require_tensor(t, fn, what):
