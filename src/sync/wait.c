@@ -396,8 +396,11 @@ static void activity_report(void)
         put_s(&l, who[i]);
         put_s(&l, ": ");
         put_s(&l, what);
-        put_s(&l, ", PE ");
-        put_i(&l, atomic_load_explicit(&activity[i].pe, memory_order_relaxed));
+        int pe = atomic_load_explicit(&activity[i].pe, memory_order_relaxed);
+        if (pe >= 0) {
+            put_s(&l, ", PE ");
+            put_i(&l, pe);
+        }
         put_s(&l, ", for ");
         put_u(&l, (uint64_t)(ms < 0 ? 0 : ms) / 1000, 10);
         put_s(&l, ".");

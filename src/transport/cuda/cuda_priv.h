@@ -35,6 +35,7 @@ enum {
     K_COLL_COPY,
     K_COLL_SYNC,
     K_PROXY_REQ,
+    K_WAIT64,
     K_NFIXED,
 };
 

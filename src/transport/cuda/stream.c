@@ -92,6 +92,31 @@ static void proxy_on_stream(CUstream s, unsigned op, unsigned len, unsigned aux,
              call);
 }
 
+/* Stream s waits until *word cmp value (SHMEM_CMP_EQ/GE/GT), where PEs of
+ * other hosts may set the word through this PE's proxy: a polling kernel
+ * then (ushmemi_k_wait64), else a stream memory wait. 0: not handled here. */
+static int stream_wait_word(CUstream s, CUdeviceptr word, int cmp, uint64_t value, const char *call)
+{
+    if (ushmemi_cuda_dev_has_ring()) {
+        shmemx_dev_t d;
+        unsigned long long *p = (unsigned long long *)(uintptr_t)word;
+        unsigned long long v = value;
+        ushmemi_cuda_dev_world(&d);
+        void *params[] = {&d, &p, &cmp, &v};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda_fixed(K_WAIT64, call), 1, 1, 1, 1, 1, 1, 0,
+                                           s, params, NULL),
+                 call);
+        return 1;
+    }
+    if (cmp == SHMEM_CMP_GT && value == UINT64_MAX)
+        return 0;
+    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, word, cmp == SHMEM_CMP_GT ? value + 1 : value,
+                                            cmp == SHMEM_CMP_EQ ? CU_STREAM_WAIT_VALUE_EQ
+                                                                : CU_STREAM_WAIT_VALUE_GEQ),
+             call);
+    return 1;
+}
+
 /* Every request handed to the proxy before is complete at its target. */
 static void proxy_quiet_on_stream(CUstream s, const char *call)
 {
@@ -271,6 +296,32 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
         stream_copy(r, ddev, source, sdev, nelems, s, call);
     }
     if (!rsig)
+        proxy_on_stream(s, USHMEMI_REQ_AMO, 0,
+                        (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) | 8u << 8,
+                        pe, sig_addr, (const void *)(uintptr_t)signal, 0, NULL, 0, call);
+    else
+        stream_signal(rsig, sigdev, signal, sig_op, s, call);
+}
+
+/* The signal alone: release semantics in stream order (the stream's earlier
+ * copies are visible at pe before the update). */
+USHMEMI_API void shmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                                            shmemx_stream_t stream)
+{
+    static const char call[] = "shmemx_signal_op_on_stream";
+    int sigdev;
+    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+    if ((uintptr_t)sig_addr % 8)
+        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
+    uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
+    if (!stream && !sigdev && rsig) {
+        ushmemi_signal_op(SHMEM_CTX_DEFAULT, sig_addr, signal, sig_op, pe, call);
+        return;
+    }
+    need_cuda(call);
+    CUstream s = (CUstream)stream;
+    if (!rsig) /* another host: after the stream's earlier requests to pe (the proxy's order) */
         proxy_on_stream(s, USHMEMI_REQ_AMO, 0,
                         (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) | 8u << 8,
                         pe, sig_addr, (const void *)(uintptr_t)signal, 0, NULL, 0, call);
@@ -466,14 +517,8 @@ USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
     CUdeviceptr a = (CUdeviceptr)(uintptr_t)sig_addr;
     /* GEQ is "(int64_t)(*addr - value) >= 0": the unsigned comparison as
      * long as the two values are less than 2^63 apart. */
-    if (dev && cmp == SHMEM_CMP_EQ)
-        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_EQ), call);
-    else if (dev && cmp == SHMEM_CMP_GE)
-        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_GEQ), call);
-    else if (dev && cmp == SHMEM_CMP_GT && cmp_value != UINT64_MAX)
-        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value + 1, CU_STREAM_WAIT_VALUE_GEQ),
-                 call);
-    else
+    int easy = cmp == SHMEM_CMP_EQ || cmp == SHMEM_CMP_GE || cmp == SHMEM_CMP_GT;
+    if (!(dev && easy && stream_wait_word(s, a, cmp, cmp_value, call)))
         progress_wait(s, sig_addr, dev, cmp, cmp_value, call);
 }
 
@@ -513,9 +558,8 @@ static void sync_signal(CUstream s, int w, const char *call)
 
 static void sync_wait(CUstream s, int w, const char *call)
 {
-    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
-                                            ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
-             call);
+    (void)stream_wait_word(s, ushmemi_cuda.base + (CUdeviceptr)w * 8, SHMEM_CMP_GE,
+                           ++ushmemi_cuda.expected[w], call);
 }
 
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)

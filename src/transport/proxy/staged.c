@@ -159,6 +159,13 @@ static int serve(const char *msg, int bytes, int from)
         die("short request (%d bytes) from PE %d", bytes, from);
     memcpy(&h, msg, sizeof h);
     const char *payload = msg + sizeof h;
+    static const char *const what[] = {"serving a request",
+                                       "serving a put: enqueuing its copy",
+                                       "serving a put with signal: its copy",
+                                       "serving a get",
+                                       "serving an atomic",
+                                       "serving a quiet: waiting for earlier copies"};
+    CORE.activity(USHMEMI_ACT_STAGED, what[h.op < 6 ? h.op : 0], from);
     uint64_t result = 0;
     switch (h.op) {
     case OP_PUT:
@@ -171,6 +178,8 @@ static int serve(const char *msg, int bytes, int from)
                 return 1;
             CORE.local_sync(CALL); /* the signal, wherever it lives, after the data */
         }
+        if (h.op == OP_PUT_SIGNAL)
+            CORE.activity(USHMEMI_ACT_STAGED, "serving a put with signal: the signal", from);
         if (h.op == OP_PUT_SIGNAL)
             CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
                            local_at(from, h.sig_seg, h.sig_off, 8), h.value, 0, CALL);
@@ -204,6 +213,7 @@ static void release_held(void)
 {
     if (!nheld)
         return;
+    CORE.activity(USHMEMI_ACT_STAGED, "waiting for its copies into the device heap", -1);
     CORE.local_sync(CALL);
     for (int k = 0; k < nheld; k++)
         if (post(held[k]) != MPI_SUCCESS)
@@ -237,7 +247,6 @@ static void *proxy_main(void *arg)
         ohead = (ohead + 1) % NRECV;
         nposted--;
         MPI_Get_count(&st, MPI_BYTE, &bytes);
-        CORE.activity(USHMEMI_ACT_STAGED, "serving a request", st.MPI_SOURCE);
         int held_now = serve(rbuf[next], bytes, st.MPI_SOURCE);
         CORE.activity(USHMEMI_ACT_STAGED, NULL, 0);
         if (held_now)
