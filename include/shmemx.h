@@ -95,6 +95,10 @@ void shmemx_getmem_on_stream(void *dest, const void *source, size_t nelems, int 
 void shmemx_putmem_signal_on_stream(void *dest, const void *source, size_t nelems,
                                     uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
                                     shmemx_stream_t stream);
+/* sig_op SHMEM_SIGNAL_SET or _ADD on pe's signal word, in stream order, after
+ * the stream's earlier copies are visible at pe. */
+void shmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
+                                shmemx_stream_t stream);
 /* Every SHMEM_CMP_*; EQ/GE/GT on device memory are stream memory operations
  * (no kernel, no host thread); the others wait through a host progress thread. */
 void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t cmp_value,
