@@ -43,6 +43,13 @@ typedef struct ushmemi_transport_ops {
     int (*fence)(void);
     int (*quiet)(void);
     void (*progress)(void);
+    /* Optional (the kernels' request thread keeps several in flight): start
+     * an AMO; *handle NULL when it finished at once (desc->result set), else
+     * amo_test finishes it later: 1 with *result once answered (the handle
+     * is then freed), 0 not yet, < 0 an error. Later operations to the same
+     * PE are applied after it at the target, as with amo. */
+    int (*amo_start)(ushmemi_amo_desc_t *desc, void **handle);
+    int (*amo_test)(void *handle, uint64_t *result);
 } ushmemi_transport_ops_t;
 
 extern const ushmemi_transport_ops_t ushmemi_transport_shm;

@@ -14,12 +14,16 @@
  * put with signal and a staged one (the signal must never overtake its
  * data), a small and a large get of the target's pattern, and a QUIET. The
  * target checks every byte it received and the exact totals; the origin
- * checks its gets and that the fetched values are a permutation. */
+ * checks its gets and that the fetched values are a permutation. Then a
+ * burst: NB threads each take BURST fetch_adds back to back on one word of
+ * the target (more than the consumer's AMOs in flight), exact total and a
+ * permutation again, and the time per AMO printed (not asserted). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/state.h"
 #include "shmemx_device_types.h"
@@ -40,6 +44,10 @@ static const ushmemi_ring_t *ring;
 static uint64_t *quiet_upto;
 static int me, target;
 static uint64_t fetched[NT * ROUNDS];
+#define NB    16
+#define BURST 128
+static uint64_t *burst_word;
+static uint64_t burst_got[NB * BURST];
 
 static uint64_t w0(unsigned op, unsigned len, unsigned aux, int pe)
 {
@@ -147,6 +155,25 @@ static void *producer(void *arg)
     return NULL;
 }
 
+static void *burster(void *arg)
+{
+    int tid = (int)(intptr_t)arg;
+    for (int i = 0; i < BURST; i++) {
+        uint64_t a[7] = {
+            w0(USHMEMI_REQ_AMO | USHMEMI_REQ_WAIT, 0, USHMEMI_AMO_ADD | 8u << 8, target),
+            (uint64_t)(uintptr_t)burst_word, 1};
+        burst_got[tid * BURST + i] = call(a);
+    }
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -232,6 +259,29 @@ int main(void)
               "staged put of thread %d (%zu bytes): byte %zu", t, n, bad);
     }
     free(want);
+    shmem_barrier_all();
+
+    /* the burst */
+    burst_word = shmem_calloc(1, 8);
+    CHECK(burst_word, "shmem_calloc");
+    pthread_t bt[NB];
+    double t0 = now_s();
+    for (int t = 0; t < NB; t++)
+        CHECK(pthread_create(&bt[t], NULL, burster, (void *)(intptr_t)t) == 0, "thread");
+    for (int t = 0; t < NB; t++)
+        pthread_join(bt[t], NULL);
+    double us = (now_s() - t0) * 1e6 / (NB * BURST);
+    shmem_barrier_all();
+    CHECK(*burst_word == NB * BURST, "burst word %llu, want %d", (unsigned long long)*burst_word,
+          NB * BURST);
+    qsort(burst_got, NB * BURST, 8, cmp_u64);
+    for (int i = 0; i < NB * BURST; i++)
+        CHECK(burst_got[i] == (uint64_t)i, "burst: fetched values not 0..%d (position %d: %llu)",
+              NB * BURST - 1, i, (unsigned long long)burst_got[i]);
+    if (me == 0)
+        printf("devring_host: %d threads x %d fetch_adds to the other host: %.2f us each\n", NB,
+               BURST, us);
+    shmem_free(burst_word);
     shmem_barrier_all();
     if (me == 0)
         printf("devring_host: %d PEs x %d threads x %d rounds of ring requests through the proxy: "

@@ -31,9 +31,19 @@
 #include "transport/proxy/ring.h"
 #include "transport/transport.h"
 
-#define CALL   "device API (proxy)"
-#define CAP    4096u             /* requests in flight; a full ring holds kernels back */
-#define BOUNCE ((size_t)4 << 20) /* staging for kernels' sources and destinations */
+#define CALL     "device API (proxy)"
+#define CAP      4096u             /* requests in flight; a full ring holds kernels back */
+#define BOUNCE   ((size_t)4 << 20) /* staging for kernels' sources and destinations */
+#define INFLIGHT 64                /* AMOs carried out at once (answered out of order) */
+
+/* An AMO sent and not answered yet: its ticket, whether a kernel waits for
+ * the value, and the transport's handle (amo_start / amo_test). */
+typedef struct {
+    uint64_t ticket;
+    int wait;
+    const ushmemi_transport_ops_t *t;
+    void *handle;
+} inflight_t;
 
 _Static_assert(sizeof(ushmemi_ring_t) + 8 == sizeof(ushmemi_dev_ring_t) &&
                    offsetof(ushmemi_ring_t, cap) == offsetof(ushmemi_dev_ring_t, cap) &&
@@ -49,6 +59,8 @@ static struct {
     pthread_t thread;
     int started;
     _Atomic int run;
+    inflight_t inflight[INFLIGHT];
+    int ninflight;
 } R;
 
 static const char *op_name(unsigned op)
@@ -112,9 +124,35 @@ static int staged_get(const ushmemi_transport_ops_t *t, char *dest, const char *
     return 0;
 }
 
+/* Answers that came for AMOs in flight go to their kernels. */
+static void inflight_progress(void)
+{
+    for (int i = 0; i < R.ninflight;) {
+        inflight_t *f = &R.inflight[i];
+        uint64_t v = 0;
+        int rc = f->t->amo_test(f->handle, &v);
+        if (rc < 0)
+            ushmemi_fatal(CALL, "a kernel's atomic failed: %s", ushmemi_strerror(rc));
+        if (rc == 0) {
+            i++;
+            continue;
+        }
+        ushmemi_ring_complete(&R.c, f->ticket, f->wait, v);
+        *f = R.inflight[--R.ninflight];
+    }
+}
+
+static void inflight_drain(void)
+{
+    while (R.ninflight)
+        inflight_progress();
+}
+
 /* One request; the result for those the kernel waits on. Errors end the job
- * (the kernel would wait forever), with the PE, the operation and why. */
-static uint64_t carry_out(const ushmemi_ring_desc_t *q)
+ * (the kernel would wait forever), with the PE, the operation and why.
+ * Returns 0 when the request stays in flight (an AMO: completed by
+ * inflight_progress), else 1. */
+static int carry_out(const ushmemi_ring_desc_t *q, uint64_t *result)
 {
     uint64_t w0 = q->w[0];
     unsigned op = (unsigned)(w0 & 0x7f), len = (unsigned)((w0 >> 8) & 0xff);
@@ -124,6 +162,7 @@ static uint64_t carry_out(const ushmemi_ring_desc_t *q)
     uint64_t value = 0;
     int rc = 0;
     if (op == USHMEMI_REQ_QUIET) {
+        inflight_drain(); /* AMOs are complete when answered */
         rc = ushmemi_proxy_tl ? ushmemi_proxy_tl->quiet() : 0;
         if (!rc)
             __atomic_store_n(R.quiet_upto, q->seq, __ATOMIC_RELEASE); /* ticket + 1 */
@@ -159,8 +198,21 @@ static uint64_t carry_out(const ushmemi_ring_desc_t *q)
         a.value = q->w[2];
         a.cond = q->w[3];
         a.pe = pe;
-        rc = (size == 4 || size == 8) && a.op <= USHMEMI_AMO_XOR && t->amo ? t->amo(&a)
-                                                                           : USHMEM_EINVAL;
+        if ((size != 4 && size != 8) || a.op > USHMEMI_AMO_XOR || !t->amo) {
+            rc = USHMEM_EINVAL;
+        } else if (t->amo_start && t->amo_test) {
+            void *handle = NULL;
+            while (R.ninflight == INFLIGHT)
+                inflight_progress();
+            rc = t->amo_start(&a, &handle);
+            if (!rc && handle) {
+                R.inflight[R.ninflight++] =
+                    (inflight_t){q->seq - 1, (w0 & USHMEMI_REQ_WAIT) != 0, t, handle};
+                return 0;
+            }
+        } else {
+            rc = t->amo(&a);
+        }
         value = a.result;
         break;
     }
@@ -186,7 +238,8 @@ done:
         ushmemi_fatal(CALL, "a kernel's %s to PE %d at %p failed: %s", op_name(op), pe, sym,
                       rc == USHMEM_EINVAL ? "not a symmetric device-heap address, or a bad request"
                                           : ushmemi_strerror(rc));
-    return value;
+    *result = value;
+    return 1;
 }
 
 /* Spins while busy; when nothing came for a while, naps, doubling up to
@@ -201,17 +254,29 @@ static void *consumer_main(void *arg)
         wait.max_ns = 999999, wait.spin_ns = 100000;
     ushmemi_ring_desc_t q;
     while (__atomic_load_n(&R.run, __ATOMIC_ACQUIRE)) {
+        if (R.ninflight)
+            inflight_progress();
         if (!ushmemi_ring_poll(&R.c, &q)) {
-            ushmemi_proxy_idle(&wait);
+            if (R.ninflight)
+                ushmemi_proxy_busy(&wait); /* answers are coming: keep polling */
+            else
+                ushmemi_proxy_idle(&wait);
             continue;
         }
         ushmemi_proxy_busy(&wait);
         ushmemi_activity(USHMEMI_ACT_DEVRING, op_name((unsigned)(q.w[0] & 0x7f)),
                          (int)(uint32_t)(q.w[0] >> 32));
-        uint64_t v = carry_out(&q);
+        uint64_t v = 0;
+        if (carry_out(&q, &v))
+            ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
         ushmemi_activity(USHMEMI_ACT_DEVRING, NULL, 0);
-        ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
     }
+    /* Stopping: the ring is shut (waiting kernels trap); AMOs still in
+     * flight are waited for only while their targets answer (finalize is
+     * collective: every target's proxy still runs), for at most 2 s. */
+    uint64_t t0 = ushmemi_ring_now_ns();
+    while (R.ninflight && ushmemi_ring_now_ns() - t0 < 2000000000ull)
+        inflight_progress();
     return NULL;
 }
 

@@ -396,12 +396,21 @@ static int t_get(void *dest, const void *remote, size_t n, int pe, int nbi)
 }
 
 /* Mapped targets (and this PE) are done here, where the word lives; the
- * others by their proxy: either way the same atomic instructions. */
-static int t_amo(ushmemi_amo_desc_t *d)
+ * others by their proxy: either way the same atomic instructions. Started
+ * here and answered later (amo_test): the kernels' request thread keeps
+ * several in flight instead of one round trip at a time. */
+typedef struct {
+    MPI_Request req;
+    uint64_t result;
+    size_t size;
+} amo_op_t;
+
+static int t_amo_start(ushmemi_amo_desc_t *d, void **handle)
 {
     size_t size = USHMEMI_DT_SIZE(d->dtype);
     hdr_t h;
     memset(&h, 0, sizeof h);
+    *handle = NULL;
     if (locate(d->remote, size, &h.seg, &h.off))
         return USHMEM_EINVAL;
     char *mapped = G.seg[h.seg].peer ? G.seg[h.seg].peer[d->pe] : NULL;
@@ -409,24 +418,54 @@ static int t_amo(ushmemi_amo_desc_t *d)
         d->result = CORE.local_amo(d->op, d->dtype, mapped + h.off, d->value, d->cond, CALL);
         return 0;
     }
+    amo_op_t *a = malloc(sizeof *a);
+    if (!a)
+        return USHMEM_ENOMEM;
+    a->result = 0;
+    a->size = size;
     h.op = OP_AMO;
     h.amo_op = (uint32_t)d->op;
     h.dtype = (uint32_t)d->dtype;
     h.value = d->value;
     h.cond = d->cond;
     h.reply_tag = (uint32_t)new_tag();
-    uint64_t result = 0;
-    MPI_Request req;
-    int rc = MPI_Irecv(&result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &req);
-    if (rc == MPI_SUCCESS && (rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, d->pe, TAG_REQ, pcomm)))
-        MPI_Cancel(&req);
-    int wrc = MPI_Wait(&req, MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS)
-        rc = wrc;
+    int rc = MPI_Irecv(&a->result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &a->req);
+    if (rc == MPI_SUCCESS && (rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, d->pe, TAG_REQ, pcomm))) {
+        MPI_Cancel(&a->req);
+        MPI_Wait(&a->req, MPI_STATUS_IGNORE);
+    }
+    if (rc != MPI_SUCCESS) {
+        free(a);
+        return fail("atomic through the proxy", rc);
+    }
+    *handle = a;
+    return 0;
+}
+
+static int t_amo_test(void *handle, uint64_t *result)
+{
+    amo_op_t *a = handle;
+    int flag = 0, rc = MPI_Test(&a->req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return fail("atomic through the proxy", rc);
-    d->result = size == 4 ? (uint32_t)result : result;
-    return 0;
+    if (!flag)
+        return 0;
+    *result = a->size == 4 ? (uint32_t)a->result : a->result;
+    free(a);
+    return 1;
+}
+
+static int t_amo(ushmemi_amo_desc_t *d)
+{
+    void *handle;
+    int rc = t_amo_start(d, &handle);
+    if (rc || !handle)
+        return rc;
+    amo_op_t *a = handle;
+    rc = MPI_Wait(&a->req, MPI_STATUS_IGNORE);
+    d->result = a->size == 4 ? (uint32_t)a->result : a->result;
+    free(a);
+    return rc == MPI_SUCCESS ? 0 : fail("atomic through the proxy", rc);
 }
 
 /* A marked PE is unmarked before its QUIET goes out: a put issued by another
@@ -615,6 +654,8 @@ const ushmemi_transport_ops_t ushmemi_proxy_transport_ops = {
     .get = t_get,
     .amo = t_amo,
     .put_signal = t_put_signal,
+    .amo_start = t_amo_start,
+    .amo_test = t_amo_test,
     .fence = t_quiet,
     .quiet = t_quiet,
     .progress = t_progress,
