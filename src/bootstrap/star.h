@@ -1,8 +1,9 @@
 /* The star every bootstrap source shares (private to src/bootstrap/).
  *
  * detect.c (launcher, torchrun, single) and uid.c only work out where rank 0
- * listens and what the secret is; star.c does the sockets, the handshake, the
- * collectives, the liveness monitor and abort. */
+ * listens and what the secret is; the star does the rest: sockets and
+ * addresses (sock.c), the handshake (join.c), the collectives (star.c), the
+ * liveness monitor and abort (live.c); star_priv.h is what those share. */
 #ifndef USHMEM_BOOTSTRAP_STAR_H
 #define USHMEM_BOOTSTRAP_STAR_H
 

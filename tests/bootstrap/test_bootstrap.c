@@ -694,7 +694,7 @@ static void test_wrong_secret(void)
  * PEs join. The job must finish as fast as without it, and root must log a
  * refusal for each connection that said something. */
 
-/* The join MAC as star.c computes it (the wire protocol, version 2). */
+/* The join MAC as join.c computes it (the wire protocol, version 2). */
 static void stranger_mac(uint8_t out[16], const uint8_t *secret, const char *role,
                          const uint8_t *nonce_r, const uint8_t *nonce_p, uint32_t rank,
                          uint32_t nranks)
