@@ -1325,4 +1325,7 @@ static inline int shmemx_collective_launch(K *kernel, dim3 grid, dim3 block, voi
 }
 #endif
 
+#include "shmemx_device_coll.cuh" /* collectives */
+#include "shmemx_device_wait.cuh" /* vector waits */
+
 #endif /* SHMEMX_DEVICE_CUH */

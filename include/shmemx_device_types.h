@@ -51,15 +51,24 @@ typedef unsigned long long uintptr_t;
  * PE):
  *   epoch[s]      this PE's completed device barriers on team slot s
  *   inbox[s][i]   the epoch team member i reached in its latest barrier on s
- *   reported      set once this PE printed a refusal (one line per job) */
+ *   reported      set once this PE printed a refusal (one line per job)
+ *   any_next      where this PE's next device test_any / wait_until_any scan
+ *                 starts (shmemx_device_wait.cuh)
+ *   scan[s][r]    the device collect's prefix-sum cells on slot s: round r's
+ *                 partial sum + 1, 0 when empty; the last word hands the
+ *                 result to the calling group (shmemx_device_coll.cuh) */
 #define SHMEMX_DEV_SYNC_OFFSET  ((uint64_t)128 << 10)
 #define SHMEMX_DEV_TEAM_SLOTS   256
 #define SHMEMX_DEV_BARRIER_MAX  128 /* team members a device barrier supports */
 #define SHMEMX_DEV_EPOCH_OFF    0
 #define SHMEMX_DEV_REPORTED_OFF ((uint64_t)SHMEMX_DEV_TEAM_SLOTS * 8)
+#define SHMEMX_DEV_ANY_OFF      (SHMEMX_DEV_REPORTED_OFF + 8)
 #define SHMEMX_DEV_INBOX_OFF    ((uint64_t)4 << 10)
-#define SHMEMX_DEV_SYNC_SIZE                                                                       \
+#define SHMEMX_DEV_SCAN_WORDS   8 /* per slot: log2(SHMEMX_DEV_BARRIER_MAX) rounds + 1 */
+#define SHMEMX_DEV_SCAN_OFF                                                                        \
     (SHMEMX_DEV_INBOX_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_BARRIER_MAX * 8)
+#define SHMEMX_DEV_SYNC_SIZE                                                                       \
+    (SHMEMX_DEV_SCAN_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_SCAN_WORDS * 8)
 
 typedef struct shmemx_dev {
     uint32_t magic;       /* SHMEMX_DEV_MAGIC: a zeroed handle traps instead of writing */

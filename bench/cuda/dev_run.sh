@@ -1,6 +1,8 @@
 #!/bin/bash
 # Device-API benchmark, ushmem (bench_dev_ushmem.cu) against NVSHMEM
-# (bench_dev_nvshmem.cu), 2 PEs on GPU 0:
+# (bench_dev_nvshmem.cu), 2 PEs on GPU 0, and the device collectives
+# (bench_dev_coll.cu against bench_dev_coll_nvshmem.cu, block form, 8 B .. 4 MiB
+# per PE) with DEV_COLL_NPES PEs (default "2 4") at 100 / PEs percent each:
 #  1. builds the library (if BUILD_DIR has none yet, or incrementally) and both programs
 #     (NVSHMEM from the nvidia-nvshmem-cu13 Python package, as bench/cuda/run.sh);
 #  2. starts a private MPS control daemon (its own pipe and log folders) and runs
@@ -11,6 +13,7 @@
 #  4. prints the tables (dev_table.py); raw output and tables are saved in OUTDIR.
 # Never changes GPU settings (no nvidia-smi -c): MPS works in the default compute mode.
 # usage: bash bench/cuda/dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES (default 1 GiB)]
+# env: DEV_COLL_NPES ("2 4"; empty: no collective rows), COLL_MAX (4194304), COLL_OPS
 set -u
 B=${1:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
 O=${2:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
@@ -50,6 +53,16 @@ if [ -n "$NV" ] && [ -d "$NV/include" ]; then
 else
   echo "NVSHMEM (nvidia-nvshmem-cu13) not found: its columns stay empty"; NV=""
 fi
+nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_coll.cu" \
+    -o "$B/bench_dev_coll" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
+  { echo "bench_dev_coll: build failed"; tail -40 "$O/build.log"; exit 1; }
+NVC=$NV
+if [ -n "$NV" ]; then
+  nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_coll_nvshmem.cu" \
+      -o "$B/bench_dev_coll_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
+      -Xlinker -rpath="$NV/lib" >>"$O/build.log" 2>&1 ||
+    { echo "bench_dev_coll_nvshmem: build failed (its columns stay empty)"; tail -40 "$O/build.log"; NVC=""; }
+fi
 echo "built in $((SECONDS - t_start)) s"
 
 fails=0
@@ -87,6 +100,35 @@ echo "== under MPS ($MPSDIR), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
 run_ushmem "$O/dev_ushmem_mps.txt" USHMEM_MPS=1
 : >"$O/dev_nvshmem_mps.txt"
 [ -n "$NV" ] && run_nvshmem "$O/dev_nvshmem_mps.txt"
+# device collectives, N PEs at 100 / N percent each (ushmem: device waits allowed; NVSHMEM: full MPG)
+COLL_MAX=${COLL_MAX:-4194304}
+coll=()
+for n in ${DEV_COLL_NPES-2 4}; do
+  pct=$((100 / n))
+  echo "== device collectives, $n PEs, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct"
+  out=$O/dev_coll_ushmem_np$n.txt
+  t0=$SECONDS
+  env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" USHMEM_MPS=1 USHMEM_DEVICE=0 COLL_MAX="$COLL_MAX" \
+    USHMEM_DEVICE_HEAP_SIZE=$((COLL_MAX * n * 2 / 1048576 + 256))M \
+    timeout 300 "$B/tools/ushrun" --timeout 240 -n "$n" "$B/bench_dev_coll" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  echo "bench_dev_coll np$n: exit $rc, $((SECONDS - t0)) s" | tee -a "$out"
+  [ "$rc" = 0 ] || fails=$((fails + 1))
+  coll+=(--coll-ushmem "$out")
+  out=$O/dev_coll_nvshmem_np$n.txt
+  : >"$out"
+  if [ -n "$NVC" ]; then
+    t0=$SECONDS
+    env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" NPES="$n" COLL_MAX="$COLL_MAX" \
+      LD_LIBRARY_PATH="$NV/lib:${LD_LIBRARY_PATH:-}" \
+      NVSHMEM_SYMMETRIC_SIZE=$((COLL_MAX * n * 2 / 1048576 + 512))M \
+      timeout 300 "$B/bench_dev_coll_nvshmem" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    echo "bench_dev_coll_nvshmem np$n: exit $rc, $((SECONDS - t0)) s" | tee -a "$out"
+    [ "$rc" = 0 ] || fails=$((fails + 1))
+  fi
+  coll+=(--coll-nvshmem "$out")
+done
 mps_quit
 sleep 1
 
@@ -103,7 +145,7 @@ fi
   echo "== $(date -u +%Y-%m-%dT%H:%MZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), 2 PEs on GPU 0"
   echo
   python3 "$here/dev_table.py" --ushmem "$O/dev_ushmem_mps.txt" --nvshmem "$O/dev_nvshmem_mps.txt" \
-    --ushmem-nomps "$O/dev_ushmem_nomps.txt" ${nvx[@]+"${nvx[@]}"}
+    --ushmem-nomps "$O/dev_ushmem_nomps.txt" ${nvx[@]+"${nvx[@]}"} ${coll[@]+"${coll[@]}"}
 } | tee "$O/dev_tables.md"
 echo "total $((SECONDS - t_start)) s; $fails run(s) failed; raw output in $O"
 [ "$fails" = 0 ]

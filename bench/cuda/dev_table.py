@@ -3,7 +3,9 @@
 (device API, 2 PEs on one GPU), with ushmem / NVSHMEM ratios.
 
 usage: dev_table.py --ushmem MPS.txt [--nvshmem MPS.txt] [--ushmem-nomps TXT]
-                    [--nvshmem-nomps TXT]
+                    [--nvshmem-nomps TXT] [--coll-ushmem TXT]... [--coll-nvshmem TXT]...
+(--coll-*: bench_dev_coll / bench_dev_coll_nvshmem outputs, "R coll_<name> block<N> <bytes> <µs>",
+one table per PE count)
 Lines: "R <bench> <variant> <bytes> <value>" (µs, or GB/s for *_bw); "# skipped:"
 and "# note:" lines are repeated under the tables. A missing file or number
 shows as "-"."""
@@ -54,6 +56,10 @@ def main():
     ap.add_argument("--nvshmem", help="bench_dev_nvshmem output under MPS")
     ap.add_argument("--ushmem-nomps", help="bench_dev_ushmem output without MPS")
     ap.add_argument("--nvshmem-nomps", help="bench_dev_nvshmem output without MPS")
+    ap.add_argument("--coll-ushmem", action="append", default=[],
+                    help="bench_dev_coll output (repeatable: one per PE count)")
+    ap.add_argument("--coll-nvshmem", action="append", default=[],
+                    help="bench_dev_coll_nvshmem output (repeatable)")
     a = ap.parse_args()
     U, un = load(a.ushmem)
     N, nn = load(a.nvshmem)
@@ -130,8 +136,35 @@ def main():
             print(line)
         print()
 
+    # 4. device collectives, one table per PE count
+    CU, CN, cun, cnn = {}, {}, [], []
+    for paths, d, notes in ((a.coll_ushmem, CU, cun), (a.coll_nvshmem, CN, cnn)):
+        for path in paths:
+            r, nt = load(path)
+            d.update(r)
+            notes.extend(nt)
+    names = ("alltoall", "broadcast", "fcollect", "sum", "alltoallv")
+    variants = sorted({k[1] for d in (CU, CN) for k in d if k[0].startswith("coll_")},
+                      key=lambda x: int(x[5:]) if x[5:].isdigit() else 0)
+    for v in variants:
+        print("Device collectives, %s PEs, block form (1 CTA of 512 per PE), µs per collective "
+              "(lower is better; ratio < 1: ushmem faster). Bytes per PE: alltoall(v) the block "
+              "for each PE, broadcast the message, fcollect each PE's part, sum the float "
+              "array." % v[5:])
+        print()
+        print("| collective | bytes per PE | ushmem | NVSHMEM | ushmem / NVSHMEM |")
+        print("|---|---|---|---|---|")
+        for name in names:
+            b = "coll_" + name
+            sizes = sorted({k[2] for d in (CU, CN) for k in d if k[0] == b and k[1] == v})
+            for s in sizes:
+                u, n = g(CU, b, v, s), g(CN, b, v, s)
+                print("| %s | %s | %s | %s | %s |" % (name, human(s), f(u), f(n), ratio(u, n)))
+        print()
+
     for label, notes in (("ushmem (MPS)", un), ("NVSHMEM (MPS)", nn), ("ushmem no MPS", uxn),
-                         ("NVSHMEM no MPS", nxn)):
+                         ("NVSHMEM no MPS", nxn), ("collectives, ushmem", cun),
+                         ("collectives, NVSHMEM", cnn)):
         for n in notes:
             print("- %s: %s" % (label, n.lstrip("# ")))
     return 0

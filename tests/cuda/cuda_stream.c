@@ -1,7 +1,7 @@
 /* Every stream-ordered operation, with random data checked on every PE:
  * putmem/getmem, putmem_signal (SET, ADD) with signal_wait_until for every
- * comparison (device and host signals), barrier_all/sync_all/team barrier
- * and sync, quiet, alltoallmem, broadcastmem, fcollectmem, reductions
+ * comparison (device and host signals), signal_op (SET, ADD), barrier_all/
+ * sync_all/team barrier and sync, quiet, alltoallmem, broadcastmem, fcollectmem, reductions
  * (in place too); host memory with a stream and device memory with the NULL
  * stream. Run with 2 and 4 PEs on one GPU (USHMEM_DEVICE=0). */
 #include <limits.h>
@@ -177,6 +177,41 @@ int main(void)
             shmem_barrier_all();
         }
     }
+
+    section("signal_op_on_stream");
+    /* ---- the signal alone: every PE adds me + 1 to every PE's word 8 and sets
+     * its next PE's word 9, on device and host memory, then the NULL stream on
+     * host memory (now, in program order) ---- */
+    for (int host = 0; host < 2; host++) {
+        uint64_t *sg = host ? &hsig[8] : &sig[8];
+        uint64_t zero[2] = {0, 0}, got[2];
+        if (host)
+            sg[0] = sg[1] = 0;
+        else
+            tcu_copy(sg, zero, sizeof zero);
+        shmem_barrier_all();
+        for (int pe = 0; pe < np; pe++)
+            shmemx_signal_op_on_stream(&sg[0], (uint64_t)me + 1, SHMEM_SIGNAL_ADD, pe, s);
+        shmemx_signal_op_on_stream(&sg[1], 100 + (uint64_t)me, SHMEM_SIGNAL_SET, next, s);
+        shmemx_barrier_all_on_stream(s);
+        TCU(tcu.cuStreamSynchronize(s));
+        tcu_copy(got, sg, sizeof got);
+        CHECK(got[0] == (uint64_t)np * (uint64_t)(np + 1) / 2,
+              "signal_op_on_stream ADD on %s memory: %llu, want %llu", host ? "host" : "device",
+              (unsigned long long)got[0],
+              (unsigned long long)np * (unsigned long long)(np + 1) / 2);
+        CHECK(got[1] == 100 + (uint64_t)prev, "signal_op_on_stream SET on %s memory: %llu, want %d",
+              host ? "host" : "device", (unsigned long long)got[1], 100 + prev);
+        shmem_barrier_all();
+    }
+    hsig[10] = 0;
+    shmem_barrier_all();
+    shmemx_signal_op_on_stream(&hsig[10], (uint64_t)me + 1, SHMEM_SIGNAL_ADD, next, NULL);
+    shmem_barrier_all();
+    CHECK(shmem_signal_fetch(&hsig[10]) == (uint64_t)prev + 1,
+          "signal_op_on_stream ADD on host memory, NULL stream: %llu, want %d",
+          (unsigned long long)shmem_signal_fetch(&hsig[10]), prev + 1);
+    shmem_barrier_all();
 
     section("barriers");
     /* ---- barriers on a stream: every PE's slot on every PE each round ---- */

@@ -3,20 +3,23 @@
 # found nvcc (and the library embeds its CUDA kernels: dev_amo mixes in the
 # host API's device-memory AMOs). Run under ushrun with 2 and 4 PEs sharing
 # GPU 0; they exit 77 (skipped) where no GPU is usable. dev_rma never waits on
-# the device, so it runs everywhere; dev_amo's device-wait part runs only where
-# shmemx_dev_why() allows it (MPS via ushrun --mps, one PE per GPU, or
+# the device, so it runs everywhere; dev_amo's device-wait part, dev_coll
+# (collectives) and dev_wait (vector waits) run only where shmemx_dev_why()
+# allows it (MPS via ushrun --mps, one PE per GPU, or
 # USHMEM_DEVICE_WAIT=timesliced); dev_refuse.sh checks the refusal where it
 # does not. Included from tests/cuda/CMakeLists.txt.
 if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no sanitizer runtime
   set(USHMEM_DEV_TEST_HEADERS
       ${CMAKE_CURRENT_LIST_DIR}/dev_test.cuh
       ${CMAKE_SOURCE_DIR}/include/shmemx_device.cuh
+      ${CMAKE_SOURCE_DIR}/include/shmemx_device_coll.cuh
+      ${CMAKE_SOURCE_DIR}/include/shmemx_device_wait.cuh
       ${CMAKE_SOURCE_DIR}/include/shmemx_device_types.h
       ${CMAKE_SOURCE_DIR}/include/shmemx.h
       ${CMAKE_SOURCE_DIR}/include/shmem.h
       ${CMAKE_SOURCE_DIR}/include/shmem_gen.h)
   set(USHMEM_DEV_TEST_OUTPUTS)
-  foreach(name dev_rma dev_amo dev_moe)
+  foreach(name dev_rma dev_amo dev_moe dev_coll dev_wait)
     set(src ${CMAKE_CURRENT_LIST_DIR}/${name}.cu)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/${name})
     add_custom_command(OUTPUT ${out}
@@ -38,10 +41,18 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
   # tests/mpi runs them again with PEs on pretend hosts
   set_property(GLOBAL PROPERTY USHMEM_DEV_TEST_OUTPUTS ${USHMEM_DEV_TEST_OUTPUTS})
 
-  # A device wait where waits are off: one line per PE, a trap, a failed job.
+  # A device wait where waits are off: one line per PE, a trap, a failed job;
+  # the same for a device collective.
   add_test(NAME cuda/dev_refuse
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_refuse.sh $<TARGET_FILE:ushrun>
                    ${CMAKE_CURRENT_BINARY_DIR}/dev_amo)
-  set_tests_properties(cuda/dev_refuse PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
-                       ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
+  add_test(NAME cuda/dev_coll_refuse
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_refuse.sh $<TARGET_FILE:ushrun>
+                   ${CMAKE_CURRENT_BINARY_DIR}/dev_coll shmemx_dev_alltoallmem_block)
+  # A device vector wait that nothing satisfies traps at USHMEM_DEVICE_WAIT_TIMEOUT.
+  add_test(NAME cuda/dev_wait_timeout
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_wait_timeout.sh $<TARGET_FILE:ushrun>
+                   ${CMAKE_CURRENT_BINARY_DIR}/dev_wait)
+  set_tests_properties(cuda/dev_refuse cuda/dev_coll_refuse cuda/dev_wait_timeout PROPERTIES
+                       TIMEOUT 180 SKIP_RETURN_CODE 77 ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
 endif()

@@ -1,12 +1,12 @@
 #!/bin/bash
 # Where device-side waits are off (2 PEs sharing a GPU without MPS), a kernel
-# calling shmemx_dev_signal_wait_until prints one line per PE naming the PE, the
-# call and the remedies, then traps: cudaStreamSynchronize fails and the job
-# exits non-zero. Skips (77) without a GPU, or where waits are allowed (MPS
-# with SM shares that fit, one PE per GPU).
-# usage: dev_refuse.sh USHRUN DEV_AMO_BINARY
+# calling CALL (default shmemx_dev_signal_wait_until; dev_coll: a collective)
+# prints one line per PE naming the PE, the call and the remedies, then traps:
+# cudaStreamSynchronize fails and the job exits non-zero. Skips (77) without a
+# GPU, or where waits are allowed (MPS with SM shares that fit, one PE per GPU).
+# usage: dev_refuse.sh USHRUN PROGRAM [CALL]   (PROGRAM: dev_amo, dev_coll: `PROGRAM refuse`)
 set -u
-ushrun=$1 prog=$2
+ushrun=$1 prog=$2 call=${3:-shmemx_dev_signal_wait_until}
 unset USHMEM_DEVICE_WAIT
 export USHMEM_DEVICE=${USHMEM_DEVICE:-0}
 out=$(timeout 170 "$ushrun" --timeout 120 -n 2 "$prog" refuse 2>&1)
@@ -30,11 +30,11 @@ for pe in 0 1; do
   [ -n "$why" ] || bad "PE $pe printed no 'WAITS: refused' line (shmemx_dev_why)"
   if grep -q "under MPS" <<<"$why"; then
     # MPS without SM shares that fit (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE unset): refused too.
-    want=("device-side waits are off" "PE $pe: shmemx_dev_signal_wait_until" "ushrun --mps"
+    want=("device-side waits are off" "PE $pe: $call:" "ushrun --mps"
           "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
   else
     grep -q "share GPU" <<<"$why" || bad "PE $pe: shmemx_dev_why() does not say 'share GPU': $why"
-    want=("device-side waits are off" "PE $pe: shmemx_dev_signal_wait_until" "ushrun --mps"
+    want=("device-side waits are off" "PE $pe: $call:" "ushrun --mps"
           "share GPU")
   fi
   lines=$(grep -F -- "device-side waits are off" <<<"$out" | grep -F -- "PE $pe:")
@@ -52,7 +52,7 @@ if [ $fail -ne 0 ]; then
   echo "$out" | head -40
   exit 1
 fi
-echo "PASS: device wait refused on both PEs (job exit $rc):"
+echo "PASS: device wait ($call) refused on both PEs (job exit $rc):"
 grep -F -- "device-side waits are off" <<<"$out"
 grep "REFUSED:" <<<"$out"
 exit 0

@@ -115,6 +115,8 @@ EOF
 nvcc_common=(-std=c++17 -I"$inc" -I"$here" -Werror all-warnings -Wno-deprecated-gpu-targets
     -Xcompiler "-Wall,-Wextra")
 sm80=(-gencode "arch=compute_80,code=sm_80")
+# Kernels of dev_all.cuh that must be in its PTX (one per header).
+kernels=(dev_all dev_all_coll_alltoallmem_block dev_all_waits)
 sm90=(-gencode "arch=compute_90,code=sm_90")
 
 mode_nordc() {
@@ -126,15 +128,15 @@ mode_nordc() {
     kd=$work/plain && mkdir -p "$kd"
     if step "nvcc sm_80+sm_90 -c" "$nvcc" "${nvcc_common[@]}" "${sm80[@]}" "${sm90[@]}" \
         -DDEV_ALL_HOST_LAUNCH --keep --keep-dir "$kd" -c "$here/dev_all.cu" -o "$work/plain.o"; then
-        check_ptx "nvcc compute_80" "$kd/dev_all.compute_80.ptx" dev_all
-        check_ptx "nvcc compute_90" "$kd/dev_all.compute_90.ptx" dev_all
+        check_ptx "nvcc compute_80" "$kd/dev_all.compute_80.ptx" "${kernels[@]}"
+        check_ptx "nvcc compute_90" "$kd/dev_all.compute_90.ptx" "${kernels[@]}"
     fi
     # One arch suffices for the checked build (it only adds range checks).
     kd=$work/checks && mkdir -p "$kd"
     if step "nvcc sm_90 -c -DSHMEMX_DEVICE_CHECKS" "$nvcc" "${nvcc_common[@]}" "${sm90[@]}" \
         -DSHMEMX_DEVICE_CHECKS -DDEV_ALL_HOST_LAUNCH --keep --keep-dir "$kd" \
         -c "$here/dev_all.cu" -o "$work/checks.o"; then
-        check_ptx "nvcc compute_90 -DSHMEMX_DEVICE_CHECKS" "$kd/dev_all.ptx" dev_all
+        check_ptx "nvcc compute_90 -DSHMEMX_DEVICE_CHECKS" "$kd/dev_all.ptx" "${kernels[@]}"
     fi
 }
 
@@ -173,7 +175,7 @@ mode_clang() {
         step "clang++ -x cuda sm_80 -S${defs:+ $defs}" "$clang" -x cuda --cuda-gpu-arch=sm_80 \
             -nocudainc -nocudalib --cuda-device-only -std=c++17 -Wno-unknown-cuda-version -Wall \
             -Wextra -Werror -I"$inc" -I"$here" $defs -S "$here/dev_all.cu" -o "$work/clang.ptx" &&
-            check_ptx "clang sm_80${defs:+ $defs}" "$work/clang.ptx" dev_all
+            check_ptx "clang sm_80${defs:+ $defs}" "$work/clang.ptx" "${kernels[@]}"
     done
 }
 

@@ -22,6 +22,11 @@ extern "C" __global__ void dev_other(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, 
     shmemx_dev_quiet_block(d);
     shmemx_dev_barrier_all_block(d);
     shmemx_dev_team_sync_warp(d);
+    /* collectives and vector waits the other TU instantiates too */
+    shmemx_dev_alltoallmem_block(d, buf, buf + n, n);
+    shmemx_dev_sum_reduce_block(d, (float *)buf, (const float *)buf + n, n / 4);
+    shmemx_dev_int_collect(d, (int *)buf, (const int *)buf + n, n / 4);
+    s += shmemx_dev_wait_until_any(d, sig + 8, 4, (const int *)0, SHMEMX_DEV_CMP_NE, (uint64_t)0);
     sig[3] = s;
 }
 

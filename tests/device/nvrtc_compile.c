@@ -185,8 +185,13 @@ static int compile(const char *inc, const char *testdir, int checks)
                 printf("FAIL: %s: %d device global(s) or external symbol(s) in the PTX\n", label,
                        bad);
                 failed = 1;
-            } else if (!strstr(ptx, ".entry dev_all(")) {
-                printf("FAIL: %s: no dev_all kernel in the PTX\n", label);
+            } else if (!strstr(ptx, ".entry dev_all(") ||
+                       !strstr(ptx, ".entry dev_all_coll_alltoallmem_block(") ||
+                       !strstr(ptx, ".entry dev_all_waits(")) {
+                printf("FAIL: %s: a kernel of dev_all.cuh (dev_all, "
+                       "dev_all_coll_alltoallmem_block, dev_all_waits) "
+                       "is not in the PTX\n",
+                       label);
                 failed = 1;
             } else {
                 printf("PASS: %s (%zu bytes of PTX)\n", label, ptx_size);
