@@ -28,6 +28,12 @@ device memory, "now" for host memory). ``cuda_device()`` says which GPU.
 import os as _os
 import sys as _sys
 
+# The C library asks CUDA for eager module loading when it initializes CUDA
+# first (lazy loading can deadlock with the proxy of PEs on other hosts:
+# docs/cuda.md). In Python, torch and others load far more kernels than a C
+# program: keep CUDA's default (lazy) unless the user chose.
+_os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
+
 # The library would otherwise remap the executable's .data/.bss onto shared
 # memory at init: pointless for the interpreter, unsafe with torch's threads.
 _os.environ.setdefault("USHMEM_STATIC_DATA", "0")

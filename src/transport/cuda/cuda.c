@@ -101,8 +101,8 @@ static int load_kernels(const char *call)
 {
     const void *image = ushmemi_cuda_kernels_image();
     static const char *const fixed_names[K_NFIXED] = {
-        "ushmemi_k_amo32",     "ushmemi_k_amo64",     "ushmemi_k_sigadd",    "ushmemi_k_copy",
-        "ushmemi_k_coll_copy", "ushmemi_k_coll_sync", "ushmemi_k_proxy_req", "ushmemi_k_wait64"};
+        "ushmemi_k_amo32",     "ushmemi_k_amo64",     "ushmemi_k_sigadd",   "ushmemi_k_copy",
+        "ushmemi_k_coll_copy", "ushmemi_k_coll_sync", "ushmemi_k_proxy_req"};
     if (!image) {
         ushmemi_debug(call, "library built without nvcc: device atomics, signal ADD on a stream "
                             "and reductions on a stream are unavailable");

@@ -35,7 +35,6 @@ enum {
     K_COLL_COPY,
     K_COLL_SYNC,
     K_PROXY_REQ,
-    K_WAIT64,
     K_NFIXED,
 };
 

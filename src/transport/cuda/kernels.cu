@@ -54,23 +54,6 @@ extern "C" __global__ void ushmemi_k_proxy_req(const shmemx_dev_t d, const ushme
     (void)ushmemi_dev_ring_call(d, q, (int)(q[0] >> 32), "stream operation through the proxy");
 }
 
-// A stream's wait for a word that a PE of another host sets through this
-// PE's proxy: one thread polls it (with the device waits' timeout and abort
-// word). A stream memory wait (cuStreamWaitValue) there held up the proxy's
-// own copies and atomics into the device heap on the H200 under MPS, and the
-// job hung (docs/mpi.md). Allowed even where kernels' waits are refused: one
-// thread napping between polls.
-extern "C" __global__ void ushmemi_k_wait64(const shmemx_dev_t d, unsigned long long *p, int cmp,
-                                            unsigned long long v)
-{
-    uint64_t t0 = 0;
-    for (unsigned polls = 1;; polls++) {
-        if (ushmemi_dev_cmp(ushmemi_dev_load_acquire((const uint64_t *)p), cmp, (uint64_t)v))
-            return;
-        ushmemi_dev_wait_tick(d, polls, &t0, (const uint64_t *)p, "stream wait (for another host)");
-    }
-}
-
 // dst[0, n) = src[0, n) by threads tid of nthr: 16-byte words with four
 // loads in flight per thread when both are 16-byte aligned, else bytes.
 __device__ static void copy_part(char *dst, const char *src, unsigned long long n,
@@ -274,8 +257,8 @@ template <typename T, typename OP> __device__ static void redsync(const ushmemi_
 #define RED_INT(sfx, T)                                                                            \
     RED_KERNEL(sfx, T, and)                                                                        \
     RED_KERNEL(sfx, T, or)                                                                         \
-    RED_KERNEL(sfx, T, xor)                                                                        \
-    RED_KERNEL(sfx, T, max) RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+    RED_KERNEL(sfx, T, xor) RED_KERNEL(sfx, T, max) RED_KERNEL(sfx, T, min)                        \
+        RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
 #define RED_FLOAT(sfx, T)                                                                          \
     RED_KERNEL(sfx, T, max)                                                                        \
     RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)

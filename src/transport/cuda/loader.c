@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -53,6 +54,15 @@ static void load(void)
     USHMEMI_CU_FUNCS(USHMEMI_CU_LOOKUP)
 #undef USHMEMI_CU_LOOKUP
 
+    /* Lazy loading (the default since CUDA 12.2) loads a kernel at its first
+     * launch, and that load may wait for the whole context to go idle: a
+     * kernel first launched while a stream of this PE waits for a word that
+     * only the proxy's copies and atomics will write (PEs on other hosts)
+     * then never starts, and nor does the proxy's work. Load eagerly unless
+     * the user chose; the driver reads the variable when CUDA initializes,
+     * so a program that initialized CUDA before shmem_init keeps its mode
+     * (docs/cuda.md). */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     int ver = 0;
     CUresult r = ushmemi_cu.cuInit(0);
     if (r == CUDA_SUCCESS)

@@ -92,31 +92,6 @@ static void proxy_on_stream(CUstream s, unsigned op, unsigned len, unsigned aux,
              call);
 }
 
-/* Stream s waits until *word cmp value (SHMEM_CMP_EQ/GE/GT), where PEs of
- * other hosts may set the word through this PE's proxy: a polling kernel
- * then (ushmemi_k_wait64), else a stream memory wait. 0: not handled here. */
-static int stream_wait_word(CUstream s, CUdeviceptr word, int cmp, uint64_t value, const char *call)
-{
-    if (ushmemi_cuda_dev_has_ring()) {
-        shmemx_dev_t d;
-        unsigned long long *p = (unsigned long long *)(uintptr_t)word;
-        unsigned long long v = value;
-        ushmemi_cuda_dev_world(&d);
-        void *params[] = {&d, &p, &cmp, &v};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda_fixed(K_WAIT64, call), 1, 1, 1, 1, 1, 1, 0,
-                                           s, params, NULL),
-                 call);
-        return 1;
-    }
-    if (cmp == SHMEM_CMP_GT && value == UINT64_MAX)
-        return 0;
-    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, word, cmp == SHMEM_CMP_GT ? value + 1 : value,
-                                            cmp == SHMEM_CMP_EQ ? CU_STREAM_WAIT_VALUE_EQ
-                                                                : CU_STREAM_WAIT_VALUE_GEQ),
-             call);
-    return 1;
-}
-
 /* Every request handed to the proxy before is complete at its target. */
 static void proxy_quiet_on_stream(CUstream s, const char *call)
 {
@@ -517,8 +492,14 @@ USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
     CUdeviceptr a = (CUdeviceptr)(uintptr_t)sig_addr;
     /* GEQ is "(int64_t)(*addr - value) >= 0": the unsigned comparison as
      * long as the two values are less than 2^63 apart. */
-    int easy = cmp == SHMEM_CMP_EQ || cmp == SHMEM_CMP_GE || cmp == SHMEM_CMP_GT;
-    if (!(dev && easy && stream_wait_word(s, a, cmp, cmp_value, call)))
+    if (dev && cmp == SHMEM_CMP_EQ)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_EQ), call);
+    else if (dev && cmp == SHMEM_CMP_GE)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value, CU_STREAM_WAIT_VALUE_GEQ), call);
+    else if (dev && cmp == SHMEM_CMP_GT && cmp_value != UINT64_MAX)
+        CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, a, cmp_value + 1, CU_STREAM_WAIT_VALUE_GEQ),
+                 call);
+    else
         progress_wait(s, sig_addr, dev, cmp, cmp_value, call);
 }
 
@@ -558,8 +539,9 @@ static void sync_signal(CUstream s, int w, const char *call)
 
 static void sync_wait(CUstream s, int w, const char *call)
 {
-    (void)stream_wait_word(s, ushmemi_cuda.base + (CUdeviceptr)w * 8, SHMEM_CMP_GE,
-                           ++ushmemi_cuda.expected[w], call);
+    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
+                                            ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
+             call);
 }
 
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
