@@ -24,6 +24,19 @@ typedef CUresult (*get_proc_v2_t)(const char *sym, void **pfn, int ver, uint64_t
 
 #define CU_ABI_VERSION 12000
 
+/* See load(): unless the user chose, before main() runs. The Python package
+ * sets CUDA's default (lazy) before it loads the extension, so there this
+ * changes nothing. */
+static void eager_loading(void)
+{
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
+__attribute__((constructor)) static void eager_loading_at_load(void)
+{
+    eager_loading();
+}
+
 static void load(void)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -60,9 +73,9 @@ static void load(void)
      * only the proxy's copies and atomics will write (PEs on other hosts)
      * then never starts, and nor does the proxy's work. Load eagerly unless
      * the user chose; the driver reads the variable when CUDA initializes,
-     * so a program that initialized CUDA before shmem_init keeps its mode
-     * (docs/cuda.md). */
-    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+     * and programs often initialize CUDA before shmem_init: so also when
+     * the library is loaded (eager_loading below; docs/cuda.md). */
+    eager_loading();
     int ver = 0;
     CUresult r = ushmemi_cu.cuInit(0);
     if (r == CUDA_SUCCESS)
