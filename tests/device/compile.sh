@@ -7,7 +7,7 @@
 #   compile.sh clang CLANGXX               clang CUDA, device only, to PTX
 #   compile.sh header_c CC DEV_LAYOUT [CXX] the handle type in C and C++, its layout
 #
-# Each compile runs once more with -DSHMEMX_DEVICE_CHECKS. The PTX may declare
+# The checked variant (-DSHMEMX_DEVICE_CHECKS) is built by rdc and clang. The PTX may declare
 # no external symbol but vprintf (device printf, resolved by ptxas) and define
 # no device global (printf's string literals excepted: no linkage, so they
 # cannot collide). Prints one PASS/FAIL line per step; exits 1 on a failure,
@@ -131,13 +131,7 @@ mode_nordc() {
         -DDEV_ALL_HOST_LAUNCH --keep --keep-dir "$kd" -c "$here/dev_all.cu" -o "$work/plain.o"; then
         check_ptx "nvcc compute_90" "$kd/dev_all.ptx" "${kernels[@]}"
     fi
-    # One arch suffices for the checked build (it only adds range checks).
-    kd=$work/checks && mkdir -p "$kd"
-    if step "nvcc sm_90 -c -DSHMEMX_DEVICE_CHECKS" "$nvcc" "${nvcc_common[@]}" "${sm90[@]}" \
-        -DSHMEMX_DEVICE_CHECKS -DDEV_ALL_HOST_LAUNCH --keep --keep-dir "$kd" \
-        -c "$here/dev_all.cu" -o "$work/checks.o"; then
-        check_ptx "nvcc compute_90 -DSHMEMX_DEVICE_CHECKS" "$kd/dev_all.ptx" "${kernels[@]}"
-    fi
+    # The checked build (-DSHMEMX_DEVICE_CHECKS) is compiled by the rdc test.
 }
 
 # rdc_program NAME NVCC ALL_DEFS OTHER_DEFS ARCH...: dev_all.cu and dev_other.cu
