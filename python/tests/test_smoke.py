@@ -246,3 +246,26 @@ def test_finalize_reports_leaks_then_reinit(me, npes, reinit):
     ushmem.barrier_all()
     assert bytes(b2) == b"0123456789abcdef"
     b2.free()
+
+
+def test_module_loading_default_kept():
+    """The C library asks CUDA for eager module loading when it is loaded;
+    the package keeps CUDA's default (lazy) for Python, and a user's choice
+    either way (docs/cuda.md)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, ushmem; print(os.environ.get('CUDA_MODULE_LOADING'))"
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(ushmem.__file__)))
+    for preset, want in ((None, "LAZY"), ("EAGER", "EAGER"), ("LAZY", "LAZY")):
+        env = {k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"}
+        env["PYTHONPATH"] = pkg + os.pathsep + env.get("PYTHONPATH", "")
+        for k in [k for k in env if k.startswith(("USHMEM_", "OMPI_", "PMIX_"))]:
+            del env[k]  # a plain process, not a PE of this job
+        if preset:
+            env["CUDA_MODULE_LOADING"] = preset
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == want, (preset, out.stdout, out.stderr)
