@@ -176,6 +176,33 @@ def test_signal_ring(me, npes, data, sym_bytes):
     assert ei.value.code == ushmem.ERR_INVALID
 
 
+def test_signal_op_on_stream(me, npes, sym_bytes):
+    """signal_op_on_stream with no stream on host memory: at once. Random
+    adds from every PE to every PE, then a SET on the right neighbour; every
+    PE checks the exact total it received and the value that was set."""
+    import random
+
+    sig, word = sym_bytes(8, zero=True), sym_bytes(8, zero=True)
+    rng = random.Random(1234)  # the same table on every PE
+    adds = [[rng.randrange(1, 1 << 20) for _ in range(npes)] for _ in range(npes)]
+    ushmem.barrier_all()
+    for pe in range(npes):
+        ushmem.signal_op_on_stream(sig, adds[me][pe], ushmem.SIGNAL_ADD, pe)
+    right = (me + 1) % npes
+    ushmem.signal_op_on_stream(word, 1000 + me, ushmem.SIGNAL_SET, right, None)
+    ushmem.quiet()
+    ushmem.barrier_all()
+    want = sum(adds[src][me] for src in range(npes))
+    assert ushmem.signal_fetch(sig) == want
+    assert ushmem.signal_fetch(word) == 1000 + (me - 1) % npes
+    with pytest.raises(ValueError):
+        ushmem.signal_op_on_stream(sig, 1, 99, me)
+    with pytest.raises(ushmem.Error) as ei:
+        ushmem.signal_op_on_stream(sig, 1, ushmem.SIGNAL_ADD, npes)
+    assert ei.value.code == ushmem.ERR_BADPE
+    ushmem.barrier_all()
+
+
 def test_gc_warns_and_never_frees(me):
     buf = ushmem.create_buffer(128, device="cpu")
     addr = buf.ptr

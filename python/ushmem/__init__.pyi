@@ -701,6 +701,10 @@ def signal_fetch(sig_addr) -> Any:
     """The value of this PE's uint64 signal word sig_addr (an atomic read)."""
     ...
 
+def signal_op_on_stream(sig_addr, signal, sig_op, pe, stream=None) -> Any:
+    """Updates the uint64 signal word sig_addr on PE pe with signal (SIGNAL_SET or SIGNAL_ADD) in the order of a CUDA stream: after the stream's earlier work is visible at pe. Without a stream on host memory: at once."""
+    ...
+
 def signal_wait_until(sig_addr, cmp, cmp_value) -> Any:
     """Blocks until this PE's signal word sig_addr compares (CMP_*) true with cmp_value; returns its value. Ctrl-C interrupts it."""
     ...

@@ -275,6 +275,34 @@ static PyObject *py_signal_wait_until(PyObject *self, PyObject *const *args, Py_
     return signal_wait(args, NULL, "signal_wait_until");
 }
 
+/* signal_op_on_stream(sig_addr, signal, sig_op, pe, stream=None): the signal
+ * alone, in stream order (shmemx_signal_op_on_stream); with no stream and
+ * host memory, at once. */
+static PyObject *py_signal_op_on_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char fn[] = "signal_op_on_stream";
+    (void)self;
+    int pe, op;
+    uint64_t signal, *sig;
+    void *st = NULL;
+    if (upy_check_nargs(nargs, 4, 5, "signal_op_on_stream(sig_addr, signal, sig_op, pe, stream)"))
+        return NULL;
+    PyObject *stream = nargs > 4 ? args[4] : Py_None;
+    if (require_init(fn) || upy_check_pe(args[3], &pe, fn) || upy_parse_stream(stream, &st, fn) ||
+        upy_check_reach(pe, fn) || upy_as_u64(args[1], &signal, fn, "signal") ||
+        check_sig_op(args[2], &op, fn) || resolve_sig(args[0], &sig, NULL, pe, fn))
+        return NULL;
+    if (st && upy_g.dev < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: a CUDA stream, but no GPU is bound to PE %d", fn,
+                     upy_g.me);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    shmemx_signal_op_on_stream(sig, signal, op, pe, (shmemx_stream_t)st);
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_signal_wait_until_on_stream(PyObject *self, PyObject *const *args,
                                                 Py_ssize_t nargs)
 {
@@ -622,6 +650,11 @@ T_BIT(DEF_XOR)
     X(putmem_signal_on_stream, METH_FASTCALL, ST_PUT, \
       "($module, dest, source, nbytes, sig_addr, signal, sig_op, pe, stream=None)", \
       "putmem_signal ordered on a CUDA stream.") \
+    X(signal_op_on_stream, METH_FASTCALL, ST_NONE, \
+      "($module, sig_addr, signal, sig_op, pe, stream=None)", \
+      "Updates the uint64 signal word sig_addr on PE pe with signal (SIGNAL_SET or " \
+      "SIGNAL_ADD) in the order of a CUDA stream: after the stream's earlier work is " \
+      "visible at pe. Without a stream on host memory: at once.") \
     X(signal_fetch, METH_O, ST_NONE, "($module, sig_addr)", \
       "The value of this PE's uint64 signal word sig_addr (an atomic read).") \
     X(signal_wait_until, METH_FASTCALL, ST_NONE, "($module, sig_addr, cmp, cmp_value)", \
