@@ -93,20 +93,44 @@ static void copy_any(void *dst, const void *src, size_t n)
         ushmemi_cuda_proxy_copy_any(dst, src, n, CALL);
 }
 
+/* Starts copying n bytes (finish_copies waits for every copy started). */
+static void start_copy(void *dst, const void *src, size_t n)
+{
+    if (R.host)
+        memcpy(dst, src, n);
+    else
+        ushmemi_cuda_proxy_copy_async(dst, src, n, CALL);
+}
+
+static void finish_copies(void)
+{
+    if (!R.host)
+        ushmemi_cuda_proxy_sync(CALL);
+}
+
+/* In halves of the bounce buffer: while MPI sends one half, the GPU copies
+ * the next piece of the source into the other. */
 static int staged_put(const ushmemi_transport_ops_t *t, char *sym, const char *src, size_t n,
                       uint64_t *sig, uint64_t signal, int sig_op, int pe)
 {
-    size_t done = 0;
-    do {
-        size_t c = n - done < BOUNCE ? n - done : BOUNCE;
-        copy_any(R.bounce, src + done, c);
-        int last = done + c == n;
-        int rc = sig && last ? t->put_signal(sym + done, R.bounce, c, sig, signal, sig_op, pe)
-                             : t->put(sym + done, R.bounce, c, pe, 0);
+    const size_t piece = BOUNCE / 2;
+    char *half[2] = {R.bounce, R.bounce + piece};
+    size_t c = n < piece ? n : piece;
+    copy_any(half[0], src, c);
+    for (size_t done = 0, k = 0; k == 0 || done < n; k++) { /* once at least: a bare signal */
+        size_t next = done + c, cn = n - next < piece ? n - next : piece;
+        if (cn)
+            start_copy(half[(k + 1) & 1], src + next, cn);
+        int rc = sig && next == n
+                     ? t->put_signal(sym + done, half[k & 1], c, sig, signal, sig_op, pe)
+                     : t->put(sym + done, half[k & 1], c, pe, 0);
+        if (cn)
+            finish_copies();
         if (rc)
             return rc;
-        done += c;
-    } while (done < n);
+        done = next;
+        c = cn;
+    }
     return 0;
 }
 
