@@ -538,23 +538,29 @@ static int rank_of(pid_t pid)
 /* Name the cause of a failed job. When a PE is killed, the library makes its
  * peers exit non-zero within milliseconds, and one of those exits may be reaped
  * first; a PE already dead by a signal is the cause, so report that one (it is
- * only peeked here and reaped by the caller's loop, silently). */
+ * only peeked here and reaped by the caller's loop, silently). The killed PE's
+ * sockets close before it becomes a zombie, so a peer can exit first: look
+ * again for up to 200 ms before blaming the PE that exited. */
 static void report_cause(int rank, pid_t pid, int status)
 {
     if (WIFSIGNALED(status)) {
         report_failure(rank, pid, 1, WTERMSIG(status));
         return;
     }
-    for (int r = 0; r < job.started; r++) {
-        siginfo_t si;
-        if (!job.pes[r].running || r == rank)
-            continue;
-        si.si_pid = 0;
-        if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            si.si_pid != 0 && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
-            report_failure(r, job.pes[r].pid, 1, si.si_status);
-            return;
+    for (int tries = 0; tries < 20; tries++) {
+        for (int r = 0; r < job.started; r++) {
+            siginfo_t si;
+            if (!job.pes[r].running || r == rank)
+                continue;
+            si.si_pid = 0;
+            if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                si.si_pid != 0 && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
+                report_failure(r, job.pes[r].pid, 1, si.si_status);
+                return;
+            }
         }
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
     }
     report_failure(rank, pid, 0, WEXITSTATUS(status));
 }
