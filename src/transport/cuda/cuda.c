@@ -343,12 +343,10 @@ static int bind_device(long want, int modulo, const char *source, const char *ca
                       !uva ? "unified addressing" : "64-bit stream memory operations");
         return USHMEM_EUNSUPPORTED;
     }
-    /* The proxy's stream at the greatest priority: the GPU runs streams on
-     * a few hardware queues, in order within each, and a stream of the
-     * application waiting on a memory word (signal_wait_until_on_stream) or
-     * behind a kernel that waits for the proxy would hold up a proxy stream
-     * sharing its queue; the copies and atomics from other hosts that it
-     * waits for would then never land. Other priorities use other queues. */
+    /* The proxy's stream at the greatest priority, so its AMO kernels (other
+     * hosts' atomics) are scheduled ahead of the application's. Priorities
+     * do not order copies; the stream-wait hang on pretend hosts
+     * (docs/mpi.md) was not helped by this. */
     int least = 0, greatest = 0;
     ushmemi_cu.cuCtxGetStreamPriorityRange(&least, &greatest);
     if ((rc = CU_TRY(ushmemi_cu.cuStreamCreateWithPriority(&c->proxy_stream, CU_STREAM_NON_BLOCKING,
@@ -887,14 +885,8 @@ int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *ca
  * host), where asking the kind first is not reliable. */
 void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call)
 {
-    ushmemi_cuda_t *u = &ushmemi_cuda;
-    ushmemi_cuda_ctx();
-    pthread_mutex_lock(&u->proxy_lock);
-    CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
-                                      u->proxy_stream),
-             call);
-    CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
-    pthread_mutex_unlock(&u->proxy_lock);
+    ushmemi_cuda_proxy_copy_async(dst, src, n, call);
+    ushmemi_cuda_proxy_sync(call);
 }
 
 /* Enqueued only: the caller keeps src (page-locked) until proxy_sync. */

@@ -84,16 +84,8 @@ static const char *op_name(unsigned op)
  * driver's copy (which tells the kinds apart) and hands the transport host
  * memory only, BOUNCE bytes at a time; the transport applies one PE's
  * requests in order, so the signal of a put with signal rides on the last
- * piece. */
-static void copy_any(void *dst, const void *src, size_t n)
-{
-    if (R.host)
-        memcpy(dst, src, n);
-    else
-        ushmemi_cuda_proxy_copy_any(dst, src, n, CALL);
-}
-
-/* Starts copying n bytes (finish_copies waits for every copy started). */
+ * piece. start_copy starts copying n bytes; finish_copies waits for every
+ * copy started. */
 static void start_copy(void *dst, const void *src, size_t n)
 {
     if (R.host)
@@ -106,6 +98,12 @@ static void finish_copies(void)
 {
     if (!R.host)
         ushmemi_cuda_proxy_sync(CALL);
+}
+
+static void copy_any(void *dst, const void *src, size_t n)
+{
+    start_copy(dst, src, n);
+    finish_copies();
 }
 
 /* In halves of the bounce buffer: while MPI sends one half, the GPU copies
