@@ -178,11 +178,11 @@ static int serve(const char *msg, int bytes, int from)
                 return 1;
             CORE.local_sync(CALL); /* the signal, wherever it lives, after the data */
         }
-        if (h.op == OP_PUT_SIGNAL)
+        if (h.op == OP_PUT_SIGNAL) {
             CORE.activity(USHMEMI_ACT_STAGED, "serving a put with signal: the signal", from);
-        if (h.op == OP_PUT_SIGNAL)
             CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
                            local_at(from, h.sig_seg, h.sig_off, 8), h.value, 0, CALL);
+        }
         return 0;
     case OP_GET: serve_get(&h, from); return 0; /* its copies queue behind held puts */
     case OP_AMO:
