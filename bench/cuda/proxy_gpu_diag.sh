@@ -10,7 +10,8 @@ root=$(pwd); O=$OUT; B=$root/build-proxygpu
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 . bench/cuda/common.sh
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M USHMEM_TEST_QUICK=1 \
-  USHMEM_TEST_LITMUS_ROUNDS=2000 USHMEM_TEST_BARRIER_EPOCHS=200 USHMEM_DEVICE_WAIT_TIMEOUT=${WAITT:-40}
+  USHMEM_TEST_LITMUS_ROUNDS=2000 USHMEM_TEST_BARRIER_EPOCHS=200 USHMEM_DEVICE_WAIT_TIMEOUT=${WAITT:-40} \
+  USHMEM_HANG_STACKS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
 L=${LIMIT:-60}
 stacks() { # $1: program name; $2: log
@@ -44,10 +45,11 @@ for spec in "${specs[@]}"; do
   wait $job; rc=$?
   mps_quit >/dev/null
   echo "== $t np$n: exit $rc"
-  grep -v "^\[vm\|^ *[0-9]* */lib\|^---\|^$" "$log" | tail -${TAILN:-10} | cut -c1-250
+  grep -v "^\[vm\|^ *[0-9]* */lib\|^---\|^$\|^  \|: thread [0-9]* (" "$log" | tail -${TAILN:-10} | cut -c1-250
   # crash backtraces (Open MPI's): libushmem's frames by name
   for a in $(grep -o 'libushmem.so.0(+0x[0-9a-f]*)' "$log" | sort -u | sed 's/.*(+\(0x[0-9a-f]*\))/\1/'); do
     echo "  $a: $(addr2line -f -C -e "$B/libushmem.so.0" "$a" 2>&1 | tr '\n' ' ')"
   done
+  python3 bench/cuda/stack_lines.py "$log" "$B" | sort | uniq -c | cut -c1-400 | tee "$O/${t}_np${n}_threads.txt" | head -${STACKN:-40}
   [ -f "$O/${t}_np${n}_stacks.txt" ] && grep -E "^#[0-9]+ .* in (ushmemi|t_|serve|proxy|consumer|carry|staged|quiet|MPI_|PMPI_|cu[A-Z]|shmem)" "$O/${t}_np${n}_stacks.txt" | awk '{$1="";$2=""; print}' | cut -c1-120 | sort | uniq -c | sort -rn | head -25
 done

@@ -110,7 +110,10 @@ typedef enum {
       "Staged proxy: longest sleep (us) of an idle proxy thread between polls (0: spin)")          \
     X(proxy_spin_us, INT, "2000", "USHMEM_PROXY_SPIN_US",                                          \
       "Staged proxy: for this long (us) after its last work an idle proxy thread naps at most 4 "  \
-      "us")
+      "us")                                                                                        \
+    X(hang_stacks, BOOL, "0", "USHMEM_HANG_STACKS",                                                \
+      "Debugging: the hang report (ushrun --timeout, SIGUSR1 to ushrun) also prints every "        \
+      "thread's call stack")
 
 typedef struct {
 #define USHMEMI_ENV_FIELD_SIZE                           size_t

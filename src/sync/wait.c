@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
+#include "sync/stacks.h"
 #include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
@@ -107,6 +108,7 @@ void ushmemi_wait_setup(int local_pes)
     ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;
     ushmemi_g.wait_sleep_max_ns = (int64_t)smax * 1000;
     hang_report_install();
+    ushmemi_stacks_install();
 }
 
 /* Team waits (barriers, collectives: every member must take part) name
@@ -488,6 +490,7 @@ static void hang_report(int sig)
     ssize_t rc = write(2, l.buf, l.len);
     (void)rc;
     activity_report();
+    ushmemi_stacks_report();
     errno = saved;
 }
 

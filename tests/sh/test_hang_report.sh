@@ -2,7 +2,8 @@
 # Hang diagnosis (issue 22, item 9). Before, `ushrun --timeout` said only
 # "timeout after 3 s; stopping 3 PEs". Now on the timeout, and on SIGUSR1 sent
 # to ushrun, every PE prints one line: the blocking call it waits in, on what,
-# for which PE and team, for how long; or "computing, not in ushmem".
+# for which PE and team, for how long; or "computing, not in ushmem"; with
+# USHMEM_HANG_STACKS=1 every thread's call stack as well.
 set -u
 : "${USHRUN:?}" "${BUILD_DIR:?}"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -58,6 +59,15 @@ expect "wait_until" "$out" '^ushmem: PE 0: shmem_long_wait_until: waiting on 0x[
 expect "barrier" "$out" '^ushmem: PE 1: shmem_barrier_all: waiting on flag 0x[0-9a-f]+ \(heap offset 0x[0-9a-f]+\), for PE [02], team world, for [0-9]+\.[0-9] s$'
 expect "computing" "$out" '^ushmem: PE 2: computing, not in ushmem$'
 [ "$(echo "$out" | grep -c '^ushmem: PE ')" = 3 ] || { echo "FAIL timeout: not one line per PE"; echo "$out" | sed 's/^/    /'; fail=1; }
+
+# USHMEM_HANG_STACKS=1: every thread's stack below the lines, one block per
+# thread (written at once, so PEs do not interleave), through the API call.
+out=$(USHMEM_HANG_STACKS=1 timeout 60 "$USHRUN" --timeout 3 -n 3 "$tmp/hang" 2>&1)
+expect "stacks: PE 0's thread" "$out" '^ushmem: PE 0: thread [0-9]+ \(hang\):$'
+blk=$(echo "$out" | sed -n '/^ushmem: PE 0: thread/,/^[^ ]/p')
+expect "stacks: PE 0 in the wait" "$blk" '^  libushmem\.so\.0\(shmem_long_wait_until\+0x[0-9a-f]+\) \[\+0x[0-9a-f]+\]$'
+expect "stacks: PE 0 from main" "$blk" '^  hang \[\+0x[0-9a-f]+\]$'
+expect "stacks: still the one-line report" "$out" '^ushmem: PE 2: computing, not in ushmem$'
 
 # SIGUSR1 to ushrun: the same report while the job goes on.
 timeout 60 "$USHRUN" --timeout 6 -n 3 "$tmp/hang" lock > "$tmp/usr1.out" 2>&1 & pid=$!
