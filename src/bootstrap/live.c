@@ -215,6 +215,8 @@ int ushmemi_bootstrap_monitor_start(void)
         /* Signals belong to the application's threads, not ours. */
         sigset_t all, old;
         sigfillset(&all);
+        if (ushmemi_env.hang_stacks)
+            sigdelset(&all, SIGRTMIN + 3); /* the hang report's stacks (sync/stacks.c) */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         atomic_store(&ushmemi_star.mon_active, 1);
         err = pthread_create(&ushmemi_star.mon, NULL, monitor_main, NULL);

@@ -114,6 +114,8 @@ static void progress_start(const char *call)
     }
     sigset_t all, old;
     sigfillset(&all); /* signals belong to the application's threads */
+    if (ENV.hang_stacks)
+        sigdelset(&all, SIGRTMIN + 3); /* but the hang report's stacks */
     pthread_sigmask(SIG_SETMASK, &all, &old);
     atomic_store(&prog_run, 1);
     prog_started = pthread_create(&prog_thread, NULL, progress_main, NULL) == 0;

@@ -604,6 +604,8 @@ static int t_attach(void)
     if (!rc) {
         sigset_t all, old;
         sigfillset(&all); /* signals belong to the application's threads */
+        if (ENV.hang_stacks)
+            sigdelset(&all, SIGRTMIN + 3); /* but the hang report's stacks */
         pthread_sigmask(SIG_SETMASK, &all, &old);
         atomic_store(&thread_run, 1);
         thread_started = pthread_create(&thread, NULL, proxy_main, NULL) == 0;
