@@ -50,6 +50,9 @@ for spec in "${specs[@]}"; do
   for a in $(grep -o 'libushmem.so.0(+0x[0-9a-f]*)' "$log" | sort -u | sed 's/.*(+\(0x[0-9a-f]*\))/\1/'); do
     echo "  $a: $(addr2line -f -C -e "$B/libushmem.so.0" "$a" 2>&1 | tr '\n' ' ')"
   done
+  for a in $(grep -o "tests/cuda/$t(+0x[0-9a-f]*)" "$log" | sort -u | sed 's/.*(+\(0x[0-9a-f]*\))/\1/'); do
+    echo "  $t $a: $(addr2line -f -i -s -C -e "$B/tests/cuda/$t" "$a" 2>&1 | tr '\n' ' ')"
+  done
   python3 bench/cuda/stack_lines.py "$log" "$B" | sort | uniq -c | cut -c1-400 | tee "$O/${t}_np${n}_threads.txt" | grep -v "event_base_loop\|cuda-EvtHandlr\|cuda0000" | head -${STACKN:-40}
   [ -f "$O/${t}_np${n}_stacks.txt" ] && grep -E "^#[0-9]+ .* in (ushmemi|t_|serve|proxy|consumer|carry|staged|quiet|MPI_|PMPI_|cu[A-Z]|shmem)" "$O/${t}_np${n}_stacks.txt" | awk '{$1="";$2=""; print}' | cut -c1-120 | sort | uniq -c | sort -rn | head -25
 done

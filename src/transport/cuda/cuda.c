@@ -907,9 +907,12 @@ void ushmemi_cuda_proxy_sync(const char *call)
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.proxy_stream), call);
 }
 
-/* A set is a stream memory operation (no SM needed, so it lands even while
- * kernels fill the GPU, e.g. one spinning in a device barrier for it); the
- * other operations are the one-thread AMO kernel. */
+/* Every operation, a set included, is the one-thread AMO kernel. A set as a
+ * stream memory operation (cuStreamWriteValue64) never completed on the
+ * H200 while another stream of this context waited (cuStreamWaitValue64)
+ * for that very word: a stream barrier with members on other hosts waits
+ * for the set the proxy carries in (pretend hosts, with and without MPS,
+ * whatever CUDA_DEVICE_MAX_CONNECTIONS; found with USHMEM_HANG_STACKS). */
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call)
 {
@@ -919,18 +922,7 @@ uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, 
         ushmemi_fatal(call, "unsupported AMO size %zu", size);
     ushmemi_cuda_ctx();
     pthread_mutex_lock(&u->proxy_lock);
-    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)remote;
-    uint64_t old = 0;
-    if (op == USHMEMI_AMO_SET) {
-        CU_CHECK(size == 8 ? ushmemi_cu.cuStreamWriteValue64(u->proxy_stream, dst, value,
-                                                             CU_STREAM_WRITE_VALUE_DEFAULT)
-                           : ushmemi_cu.cuStreamWriteValue32(u->proxy_stream, dst, (uint32_t)value,
-                                                             CU_STREAM_WRITE_VALUE_DEFAULT),
-                 call);
-        CU_CHECK(ushmemi_cu.cuStreamSynchronize(u->proxy_stream), call);
-    } else {
-        old = amo_kernel(u->proxy_stream, OUT, op, size, remote, value, cond, call);
-    }
+    uint64_t old = amo_kernel(u->proxy_stream, OUT, op, size, remote, value, cond, call);
     pthread_mutex_unlock(&u->proxy_lock);
     return old;
 }

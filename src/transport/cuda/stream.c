@@ -290,7 +290,7 @@ USHMEMI_API void shmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal,
     if ((uintptr_t)sig_addr % 8)
         ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
     uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
-    if (!stream && !sigdev && rsig) {
+    if (!stream && !sigdev) { /* host memory, now: the host API (any route, MPI included) */
         ushmemi_signal_op(SHMEM_CTX_DEFAULT, sig_addr, signal, sig_op, pe, call);
         return;
     }
