@@ -447,6 +447,8 @@ static void progress_wait(CUstream s, const uint64_t *addr, int dev, int cmp, ui
     pthread_mutex_unlock(&prog.mu);
 }
 
+static void gather_fini(void);
+
 void ushmemi_cuda_progress_fini(void)
 {
     pthread_mutex_lock(&prog.mu);
@@ -457,6 +459,7 @@ void ushmemi_cuda_progress_fini(void)
     if (running)
         pthread_join(prog.thread, NULL);
     prog.running = 0;
+    gather_fini();
     /* Release streams still parked at a gate, so none hangs after finalize. */
     for (int i = 0; i < NGATES; i++)
         if (prog.w[i].busy) {
@@ -987,6 +990,84 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
 
 /* ---- reductions ---- */
 
+/* ---- gather buffers of reductions with members on other hosts ----
+ * The proxy fetches those members' sources into one. Plain device
+ * allocations: the proxy's copy into a stream-ordered pool allocation
+ * (cuMemAllocAsync) crashed in the driver, which took the pool address for
+ * host memory. A buffer is free again once its stream has passed the
+ * reduction (a host function marks it), and stays allocated until finalize
+ * (cuMemFree would synchronize the device while a stream may be waiting
+ * for another PE), unless every slot holds a smaller free one. */
+enum { NGATHER = 32 };
+static struct {
+    pthread_mutex_t mu;
+    struct {
+        CUdeviceptr p;
+        size_t size;
+        _Atomic int busy;
+    } b[NGATHER];
+} gpool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void gather_done(void *busy)
+{
+    atomic_store_explicit((_Atomic int *)busy, 0, memory_order_release);
+}
+
+/* A free buffer of at least size bytes (its slot in *slot). */
+static CUdeviceptr gather_take(size_t size, int *slot, const char *call)
+{
+    size_t want = 64 << 10;
+    while (want < size)
+        want *= 2;
+    for (;;) {
+        int fit = -1, empty = -1, small = -1;
+        pthread_mutex_lock(&gpool.mu);
+        for (int i = 0; i < NGATHER && fit < 0; i++) {
+            if (atomic_load_explicit(&gpool.b[i].busy, memory_order_acquire))
+                continue;
+            if (!gpool.b[i].p)
+                empty = empty < 0 ? i : empty;
+            else if (gpool.b[i].size >= size)
+                fit = i;
+            else
+                small = i;
+        }
+        if (fit < 0 && empty < 0 && small >= 0) { /* rare: trade a small one for a larger one */
+            CU_CHECK(ushmemi_cu.cuMemFree(gpool.b[small].p), call);
+            gpool.b[small].p = 0;
+            empty = small;
+        }
+        if (fit < 0 && empty >= 0) {
+            CU_CHECK(ushmemi_cu.cuMemAlloc(&gpool.b[empty].p, want), call);
+            gpool.b[empty].size = want;
+            fit = empty;
+        }
+        if (fit >= 0) {
+            atomic_store_explicit(&gpool.b[fit].busy, 1, memory_order_relaxed);
+            pthread_mutex_unlock(&gpool.mu);
+            *slot = fit;
+            return gpool.b[fit].p;
+        }
+        pthread_mutex_unlock(&gpool.mu);
+        sched_yield(); /* every buffer is in use: streams will pass their reductions */
+    }
+}
+
+/* The buffer is free once stream s gets here. */
+static void gather_give(int slot, CUstream s, const char *call)
+{
+    CU_CHECK(ushmemi_cu.cuLaunchHostFunc(s, gather_done, (void *)&gpool.b[slot].busy), call);
+}
+
+static void gather_fini(void)
+{
+    for (int i = 0; i < NGATHER; i++)
+        if (gpool.b[i].p && !atomic_load(&gpool.b[i].busy)) {
+            ushmemi_cu.cuMemFree(gpool.b[i].p);
+            gpool.b[i].p = 0;
+        }
+}
+
 static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, size_t nreduce,
                             int dtype, ushmemi_redop_t op, const char *kname,
                             shmemx_stream_t stream, const char *call)
@@ -1032,9 +1113,9 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     /* Members on other hosts: their sources are fetched through the proxy
      * into a local gather buffer first (after the opening sync, below). */
     CUdeviceptr gather = 0;
-    int proxied = team_proxied(team);
+    int proxied = team_proxied(team), gslot = -1;
     if (proxied)
-        CU_CHECK(ushmemi_cu.cuMemAllocAsync(&gather, (size_t)n * (nbytes ? nbytes : 1), s), call);
+        gather = gather_take(mul((size_t)n, nbytes ? nbytes : 1, call), &gslot, call);
     for (int j = 0; j < n; j++) {
         char *p = ushmemi_xlate(source, ushmemi_team_world_pe(team, j));
         args.src[j] = p || !proxied ? member_copy(source, team, j, call)
@@ -1069,7 +1150,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     if (nreduce)
         launch(f, grid, 1, 256, 0, &args, s, call);
     if (gather)
-        CU_CHECK(ushmemi_cu.cuMemFreeAsync(gather, s), call);
+        gather_give(gslot, s, call);
     if (inplace) {
         /* Everyone has read every source before anyone overwrites its own. */
         ushmemi_cuda_stream_sync(team, s, call);
