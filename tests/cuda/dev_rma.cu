@@ -236,6 +236,9 @@ static void run_puts(const shmemx_dev_t &d, cudaStream_t s, char *src, char *dst
             d, P.variant, P.mode, dst + GUARD + P.doff, src + P.soff, P.n, &sig[it],
             atomics ? SHMEM_SIGNAL_ADD : SHMEM_SIGNAL_SET, next);
         CK_LAUNCH();
+        /* The _nbi modes' sources may be read after the kernel ends (by the proxy, for a
+         * PE on another host): complete them before the next iteration refills them. */
+        shmemx_quiet_on_stream(s);
         /* Our stream waits for prev's units: a stream memory operation, no spinning kernel. */
         shmemx_signal_wait_until_on_stream(&sig[it], SHMEM_CMP_GE, Q.units, s);
         describe(what, sizeof what, "put", it, prev, me, &Q);
