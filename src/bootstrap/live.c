@@ -17,6 +17,7 @@
 
 #include "bootstrap/star_priv.h"
 #include "core/core.h"
+#include "sync/stacks.h"
 
 /* Peers this PE talks to, [peer_lo, peer_hi): root all others, the others root alone. */
 static int peer_lo(void)
@@ -214,9 +215,7 @@ int ushmemi_bootstrap_monitor_start(void)
     if (err == 0) {
         /* Signals belong to the application's threads, not ours. */
         sigset_t all, old;
-        sigfillset(&all);
-        if (ushmemi_env.hang_stacks)
-            sigdelset(&all, SIGRTMIN + 3); /* the hang report's stacks (sync/stacks.c) */
+        ushmemi_helper_thread_mask(&all, ushmemi_env.hang_stacks);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         atomic_store(&ushmemi_star.mon_active, 1);
         err = pthread_create(&ushmemi_star.mon, NULL, monitor_main, NULL);

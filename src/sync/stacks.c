@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "sync/sigfmt.h"
 #include "sync/stacks.h"
 
 enum { MAX_FRAMES = 48 };
@@ -25,44 +26,6 @@ static int stack_sig;        /* 0: not installed */
 static atomic_int writing;   /* one thread writes at a time */
 static atomic_int remaining; /* threads asked that have not written yet */
 
-static size_t put_dec(char *b, size_t at, long v)
-{
-    char t[24];
-    int n = 0;
-    if (v < 0) {
-        b[at++] = '-';
-        v = -v;
-    }
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        b[at++] = t[--n];
-    return at;
-}
-
-static size_t put_str(char *b, size_t at, const char *s)
-{
-    size_t n = strlen(s);
-    memcpy(b + at, s, n);
-    return at + n;
-}
-
-static size_t put_hex(char *b, size_t at, uintptr_t v)
-{
-    char t[20];
-    int n = 0;
-    do {
-        t[n++] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v);
-    at = put_str(b, at, "0x");
-    while (n)
-        b[at++] = t[--n];
-    return at;
-}
-
 /* "ushmem: PE 3: thread 1234 (name):" and one line per frame below it,
  * "  library(function+0x12) [+0x3456]" (the offset is what addr2line takes),
  * in one write, so the stacks of several PEs do not interleave. */
@@ -70,43 +33,56 @@ static __attribute__((noinline)) void write_own_stack(int skip)
 {
     void *frames[MAX_FRAMES];
     int n = backtrace(frames, MAX_FRAMES);
-    long tid = syscall(SYS_gettid);
-    char comm[32] = "?", path[64];
+    int tid = (int)syscall(SYS_gettid);
+    char comm[32] = "?", pb[64];
     static char out[USHMEMI_ACT_SLOTS + 8][MAX_FRAMES * 160 + 128];
     static atomic_int next_buf;
-    char *b = out[atomic_fetch_add_explicit(&next_buf, 1, memory_order_relaxed) %
-                  (sizeof out / sizeof out[0])];
-    size_t at = put_dec(path, put_str(path, 0, "/proc/self/task/"), tid);
-    path[put_str(path, at, "/comm")] = '\0';
-    int fd = open(path, O_RDONLY);
+    line_t path = {pb, sizeof pb, 0};
+    line_t l = {out[atomic_fetch_add_explicit(&next_buf, 1, memory_order_relaxed) %
+                    (sizeof out / sizeof out[0])],
+                sizeof out[0], 0};
+    put_s(&path, "/proc/self/task/");
+    put_i(&path, tid);
+    put_s(&path, "/comm");
+    path.buf[path.len] = '\0';
+    int fd = open(path.buf, O_RDONLY);
     if (fd >= 0) {
         ssize_t r = read(fd, comm, sizeof comm - 1);
         comm[r > 0 ? r - (comm[r - 1] == '\n') : 0] = '\0';
         close(fd);
     }
-    at = put_dec(b, put_str(b, 0, "ushmem: PE "), ushmemi_g.my_pe);
-    at = put_dec(b, put_str(b, at, ": thread "), tid);
-    at = put_str(b, put_str(b, put_str(b, at, " ("), comm), "):\n");
+    put_s(&l, "ushmem: PE ");
+    put_i(&l, ushmemi_g.my_pe);
+    put_s(&l, ": thread ");
+    put_i(&l, tid);
+    put_s(&l, " (");
+    put_s(&l, comm);
+    put_s(&l, "):\n");
     for (int i = skip; i < n; i++) {
         Dl_info di;
         uintptr_t pc = (uintptr_t)frames[i];
-        at = put_str(b, at, "  ");
+        put_s(&l, "  ");
         if (dladdr(frames[i], &di) && di.dli_fname) {
             const char *base = strrchr(di.dli_fname, '/');
-            at = put_str(b, at, base ? base + 1 : di.dli_fname);
+            put_s(&l, base ? base + 1 : di.dli_fname);
             if (di.dli_sname && strlen(di.dli_sname) < 80) {
-                at = put_str(b, put_str(b, at, "("), di.dli_sname);
-                at = put_str(b, put_hex(b, put_str(b, at, "+"), pc - (uintptr_t)di.dli_saddr), ")");
+                put_s(&l, "(");
+                put_s(&l, di.dli_sname);
+                put_s(&l, "+");
+                put_u(&l, pc - (uintptr_t)di.dli_saddr, 16);
+                put_s(&l, ")");
             }
-            at = put_str(b, put_hex(b, put_str(b, at, " [+"), pc - (uintptr_t)di.dli_fbase), "]");
+            put_s(&l, " [+");
+            put_u(&l, pc - (uintptr_t)di.dli_fbase, 16);
+            put_s(&l, "]");
         } else {
-            at = put_hex(b, at, pc);
+            put_u(&l, pc, 16);
         }
-        b[at++] = '\n';
+        put_s(&l, "\n");
     }
     while (atomic_exchange_explicit(&writing, 1, memory_order_acquire))
         ;
-    ssize_t w = write(2, b, at);
+    ssize_t w = write(2, l.buf, l.len);
     (void)w;
     atomic_store_explicit(&writing, 0, memory_order_release);
 }
@@ -133,8 +109,8 @@ void ushmemi_stacks_install(void)
     sa.sa_handler = on_stack_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGRTMIN + 3, &sa, NULL) == 0)
-        stack_sig = SIGRTMIN + 3;
+    if (sigaction(USHMEMI_STACK_SIGNAL, &sa, NULL) == 0)
+        stack_sig = USHMEMI_STACK_SIGNAL;
 }
 
 /* Directory entries as getdents64 returns them (no malloc: signal context). */

@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
+#include "sync/sigfmt.h"
 #include "sync/stacks.h"
 #include "transport/cuda/devmem.h"
 #include "transport/transport.h"
@@ -331,41 +332,6 @@ void ushmemi_wait_unpublish(ushmemi_waiter_t *w)
     tw.published = 0;
 }
 
-/* Async-signal-safe formatting into a fixed line. */
-typedef struct {
-    char buf[384];
-    size_t len;
-} line_t;
-
-static void put_s(line_t *l, const char *s)
-{
-    while (s && *s && l->len < sizeof l->buf - 1)
-        l->buf[l->len++] = *s++;
-}
-
-static void put_u(line_t *l, uint64_t v, unsigned base)
-{
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = "0123456789abcdef"[v % base];
-        v /= base;
-    } while (v);
-    if (base == 16)
-        put_s(l, "0x");
-    while (n > 0 && l->len < sizeof l->buf - 1)
-        l->buf[l->len++] = tmp[--n];
-}
-
-static void put_i(line_t *l, int v)
-{
-    if (v < 0) {
-        put_s(l, "-");
-        v = -v;
-    }
-    put_u(l, (uint64_t)v, 10);
-}
-
 static struct {
     const char *_Atomic what;
     _Atomic int pe;
@@ -388,7 +354,8 @@ static void activity_report(void)
         const char *what = atomic_load_explicit(&activity[i].what, memory_order_acquire);
         if (!what)
             continue;
-        line_t l = {.len = 0};
+        char lb[384];
+        line_t l = {lb, sizeof lb, 0};
         int64_t ms =
             (ushmemi_now_ns() - atomic_load_explicit(&activity[i].t0, memory_order_relaxed)) /
             1000000;
@@ -417,7 +384,8 @@ static void hang_report(int sig)
 {
     (void)sig;
     int saved = errno;
-    line_t l = {.len = 0};
+    char lb[384];
+    line_t l = {lb, sizeof lb, 0};
     put_s(&l, "ushmem: PE ");
     put_i(&l, ushmemi_g.my_pe);
     const blocked_t *b = atomic_load_explicit(&blocked, memory_order_acquire);

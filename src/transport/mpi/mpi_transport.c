@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sync/stacks.h"
 #include "transport/mpi/mpi_priv.h"
 
 #define CALL  "mpi"
@@ -113,9 +114,7 @@ static void progress_start(const char *call)
         return;
     }
     sigset_t all, old;
-    sigfillset(&all); /* signals belong to the application's threads */
-    if (ENV.hang_stacks)
-        sigdelset(&all, SIGRTMIN + 3); /* but the hang report's stacks */
+    ushmemi_helper_thread_mask(&all, ENV.hang_stacks);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     atomic_store(&prog_run, 1);
     prog_started = pthread_create(&prog_thread, NULL, progress_main, NULL) == 0;

@@ -40,6 +40,7 @@
 
 #include "shmem.h"
 #include "transport/mpi/mpi_priv.h"
+#include "sync/stacks.h"
 #include "transport/proxy/idle.h"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support; after mpi.h */
@@ -603,9 +604,7 @@ static int t_attach(void)
             rc = fail("posting the proxy's receives", rc);
     if (!rc) {
         sigset_t all, old;
-        sigfillset(&all); /* signals belong to the application's threads */
-        if (ENV.hang_stacks)
-            sigdelset(&all, SIGRTMIN + 3); /* but the hang report's stacks */
+        ushmemi_helper_thread_mask(&all, ENV.hang_stacks);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         atomic_store(&thread_run, 1);
         thread_started = pthread_create(&thread, NULL, proxy_main, NULL) == 0;
