@@ -6,7 +6,8 @@
 # usage (device machine, repository root; after proxy_gpu_quick.sh built):
 #   OUT=dir SPECS="2 dev_rma,4 cuda_heap" LIMIT=60 bash bench/cuda/proxy_gpu_diag.sh
 set -u
-root=$(pwd); O=$OUT; B=$root/build-proxygpu
+root=$(pwd); O=$OUT; B=${B:-$root/build-proxygpu}
+mkdir -p "$O"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 . bench/cuda/common.sh
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M USHMEM_TEST_QUICK=1 \

@@ -463,42 +463,49 @@ static void move_case(const team_t *t, int kind, int form, size_t maxe, uint64_t
     dl.doff = dl.soff + ROUNDS * nn;
     CK(cudaMemcpy(dl.c, h.c, 3 * ROUNDS * nn * sizeof(size_t), cudaMemcpyHostToDevice));
 
-    /* the last round's dest image */
-    const int r = ROUNDS - 1;
-    const size_t *c = h.c + r * nn, *so = h.soff + r * nn, *dof = h.doff + r * nn;
+    /* the dest image after all rounds: each round's blocks over the earlier
+     * rounds' (collect and alltoallv place them differently every round) */
     size_t hi = 0;
-    for (int p = 0; p < n; p++) {
-        size_t end = kind == K_ALLTOALL || kind == K_FCOLLECT ? (size_t)(p + 1) * ne
-                     : kind == K_BROADCAST                    ? ne
-                     : kind == K_COLLECT                      ? 0
-                                         : dof[(size_t)p * n + me] + c[(size_t)p * n + me];
-        hi = end > hi ? end : hi;
+    for (int r = 0; r < ROUNDS; r++) {
+        const size_t *c = h.c + r * nn, *dof = h.doff + r * nn;
+        size_t tot = 0;
+        for (int p = 0; p < n; p++) {
+            size_t end = kind == K_ALLTOALL || kind == K_FCOLLECT ? (size_t)(p + 1) * ne
+                         : kind == K_BROADCAST                    ? ne
+                         : kind == K_COLLECT                      ? (tot += c[(size_t)p * n])
+                                             : dof[(size_t)p * n + me] + c[(size_t)p * n + me];
+            hi = end > hi ? end : hi;
+        }
     }
-    if (kind == K_COLLECT)
-        for (int p = 0; p < n; p++)
-            hi += c[(size_t)p * n];
     size_t span = doff + hi * es + GUARD;
     DT_CHECK(span <= BUF && soff + (size_t)n * (maxe + 4) * es <= BUF, "case too large");
     uint8_t *want = (uint8_t *)calloc(span, 1);
     DT_CHECK(want != NULL, "calloc");
-    size_t off = 0;
-    for (int p = 0; p < n; p++) {
-        size_t len, from, at;
-        switch (kind) {
-        case K_ALLTOALL: len = ne * es, from = (size_t)me * ne * es, at = (size_t)p * len; break;
-        case K_BROADCAST: len = p == root_of(r, rootbase, n) ? ne * es : 0, from = 0, at = 0; break;
-        case K_FCOLLECT: len = ne * es, from = 0, at = (size_t)p * len; break;
-        case K_COLLECT:
-            len = c[(size_t)p * n] * es, from = 0, at = off;
-            off += len;
-            break;
-        default:
-            len = c[(size_t)p * n + me] * es, from = so[(size_t)p * n + me] * es,
-            at = dof[(size_t)p * n + me] * es;
-            break;
+    for (int r = 0; r < ROUNDS; r++) {
+        const size_t *c = h.c + r * nn, *so = h.soff + r * nn, *dof = h.doff + r * nn;
+        size_t off = 0;
+        for (int p = 0; p < n; p++) {
+            size_t len, from, at;
+            switch (kind) {
+            case K_ALLTOALL:
+                len = ne * es, from = (size_t)me * ne * es, at = (size_t)p * len;
+                break;
+            case K_BROADCAST:
+                len = p == root_of(r, rootbase, n) ? ne * es : 0, from = 0, at = 0;
+                break;
+            case K_FCOLLECT: len = ne * es, from = 0, at = (size_t)p * len; break;
+            case K_COLLECT:
+                len = c[(size_t)p * n] * es, from = 0, at = off;
+                off += len;
+                break;
+            default:
+                len = c[(size_t)p * n + me] * es, from = so[(size_t)p * n + me] * es,
+                at = dof[(size_t)p * n + me] * es;
+                break;
+            }
+            for (size_t b = 0; b < len; b++)
+                want[doff + at + b] = sbyte(k0, p, r, from + b);
         }
-        for (size_t b = 0; b < len; b++)
-            want[doff + at + b] = sbyte(k0, p, r, from + b);
     }
 
     poison();

@@ -822,8 +822,8 @@ void ushmemi_cuda_quiet(void)
  * memory keeps CPU atomics (DESIGN.md: one mechanism per memory). */
 /* The one-thread AMO kernel on stream s, waited for; its result lands in
  * the scratch page at byte out_off. The caller holds the stream's lock. */
-static uint64_t amo_kernel(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
-                           void *remote, uint64_t value, uint64_t cond, const char *call)
+void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
+                             void *remote, uint64_t value, uint64_t cond, const char *call)
 {
     CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
     int kop = (int)op;
@@ -832,9 +832,20 @@ static uint64_t amo_kernel(CUstream s, size_t out_off, ushmemi_amo_op_t op, size
     void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
                       size == 4 ? (void *)&c32 : (void *)&cond, &out};
     CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
-    CU_CHECK(ushmemi_cu.cuStreamSynchronize(s), call);
+}
+
+uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size)
+{
     uint64_t old = __atomic_load_n(&ushmemi_cuda.scratch[out_off / 8], __ATOMIC_ACQUIRE);
     return size == 4 ? (uint32_t)old : old;
+}
+
+static uint64_t amo_kernel(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
+                           void *remote, uint64_t value, uint64_t cond, const char *call)
+{
+    ushmemi_cuda_amo_launch(s, out_off, op, size, remote, value, cond, call);
+    CU_CHECK(ushmemi_cu.cuStreamSynchronize(s), call);
+    return ushmemi_cuda_amo_result(out_off, size);
 }
 
 uint64_t ushmemi_cuda_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
@@ -864,67 +875,6 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.stream), call);
     ushmemi_cuda.nbi_pending = 0;
     pthread_mutex_unlock(&ushmemi_cuda.lock);
-}
-
-/* ---- the proxy's hands (src/transport/proxy/hands.c, devring.c) ----
- * Its own non-blocking stream and lock: the proxy thread serves other hosts
- * and the kernels' ring while the application's threads use the internal
- * stream, and a kernel on the legacy default stream may be waiting for the
- * very copy or atomic asked for. */
-
-int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call)
-{
-    if (!ushmemi_cuda_is_device(dst) && !ushmemi_cuda_is_device(src))
-        return 0;
-    ushmemi_cuda_proxy_copy_any(dst, src, n, call);
-    return 1;
-}
-
-/* The driver tells the kinds apart (unified addressing): kernels hand over
- * addresses of any memory (device, stream-ordered pools, managed, mapped
- * host), where asking the kind first is not reliable. */
-void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call)
-{
-    ushmemi_cuda_proxy_copy_async(dst, src, n, call);
-    ushmemi_cuda_proxy_sync(call);
-}
-
-/* Enqueued only: the caller keeps src (page-locked) until proxy_sync. */
-void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const char *call)
-{
-    ushmemi_cuda_t *u = &ushmemi_cuda;
-    ushmemi_cuda_ctx();
-    pthread_mutex_lock(&u->proxy_lock);
-    CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n,
-                                      u->proxy_stream),
-             call);
-    pthread_mutex_unlock(&u->proxy_lock);
-}
-
-void ushmemi_cuda_proxy_sync(const char *call)
-{
-    ushmemi_cuda_ctx();
-    CU_CHECK(ushmemi_cu.cuStreamSynchronize(ushmemi_cuda.proxy_stream), call);
-}
-
-/* Every operation, a set included, is the one-thread AMO kernel. A set as a
- * stream memory operation (cuStreamWriteValue64) never completed on the
- * H200 while another stream of this context waited (cuStreamWaitValue64)
- * for that very word: a stream barrier with members on other hosts waits
- * for the set the proxy carries in (pretend hosts, with and without MPS,
- * whatever CUDA_DEVICE_MAX_CONNECTIONS; found with USHMEM_HANG_STACKS). */
-uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
-                                uint64_t cond, const char *call)
-{
-    ushmemi_cuda_t *u = &ushmemi_cuda;
-    enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
-    if (size != 4 && size != 8)
-        ushmemi_fatal(call, "unsupported AMO size %zu", size);
-    ushmemi_cuda_ctx();
-    pthread_mutex_lock(&u->proxy_lock);
-    uint64_t old = amo_kernel(u->proxy_stream, OUT, op, size, remote, value, cond, call);
-    pthread_mutex_unlock(&u->proxy_lock);
-    return old;
 }
 
 void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev)

@@ -139,6 +139,7 @@ typedef struct {
     X(cuCtxGetStreamPriorityRange, (int *least, int *greatest))                                    \
     X(cuStreamDestroy, (CUstream s))                                                               \
     X(cuStreamSynchronize, (CUstream s))                                                           \
+    X(cuStreamQuery, (CUstream s))                                                                 \
     X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \
     X(cuStreamWaitValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))     \
     X(cuStreamWriteValue32, (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))    \

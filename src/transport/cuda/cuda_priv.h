@@ -96,6 +96,13 @@ void ushmemi_cuda_check(CUresult r, const char *what, const char *call);
  * built without nvcc. */
 CUfunction ushmemi_cuda_kernel(const char *name, const char *call);
 CUfunction ushmemi_cuda_fixed(int k, const char *call);
+/* The one-thread AMO kernel launched on s (not waited for); its result lands
+ * in the scratch page at byte out_off, read with amo_result once s is done. */
+void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
+                             void *remote, uint64_t value, uint64_t cond, const char *call);
+uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size);
+/* Notes a stream operation for the proxy's stall report (proxy_stream.c). */
+void ushmemi_cuda_trace(CUstream s, const char *what, int pe, uint64_t value);
 
 /* Local (not necessarily symmetric) pointer: 1 if it is device memory. */
 

@@ -86,6 +86,8 @@ static void proxy_on_stream(CUstream s, unsigned op, unsigned len, unsigned aux,
     ushmemi_kreq_t r = {{USHMEMI_REQ_W0(op, len, aux, pe), (uint64_t)(uintptr_t)a1,
                          (uint64_t)(uintptr_t)a2, a3, (uint64_t)(uintptr_t)a4, a5, 0}};
     ushmemi_cuda_dev_world(&d);
+    ushmemi_cuda_trace(s, op & USHMEMI_REQ_WAIT ? "proxy request (waits)" : "proxy request", pe,
+                       op & 0xff);
     void *params[] = {&d, &r};
     CU_CHECK(ushmemi_cu.cuLaunchKernel(ushmemi_cuda_fixed(K_PROXY_REQ, call), 1, 1, 1, 1, 1, 1, 0,
                                        s, params, NULL),
@@ -138,6 +140,7 @@ static void enqueue_host_op(CUstream s, void *d, const void *src, size_t n, uint
     if (!op)
         ushmemi_fatal(call, "out of memory");
     *op = (host_op_t){d, src, n, sig, value, sig_op};
+    ushmemi_cuda_trace(s, "host function", -1, n);
     CU_CHECK(ushmemi_cu.cuLaunchHostFunc(s, host_op_fn, op), call);
 }
 
@@ -436,6 +439,7 @@ static void progress_wait(CUstream s, const uint64_t *addr, int dev, int cmp, ui
     }
     ticket = ++prog.next_ticket;
     prog.w[slot] = (waiter_t){1, dev, cmp, ticket, value, addr};
+    ushmemi_cuda_trace(s, "gate wait (wait value, host word)", -1, ticket);
     CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, prog.gates_d + (CUdeviceptr)slot * sizeof(gate_t),
                                              ticket, CU_STREAM_WRITE_VALUE_DEFAULT),
              call);
@@ -534,6 +538,7 @@ static void sync_signal(CUstream s, int w, const char *call)
                         (const void *)(uintptr_t)++ushmemi_cuda.sent[w], 0, NULL, 0, call);
         return;
     }
+    ushmemi_cuda_trace(s, "sync signal (write value)", w, ushmemi_cuda.sent[w] + 1);
     CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s,
                                              peer_heap(w, call) + (CUdeviceptr)ushmemi_g.my_pe * 8,
                                              ++ushmemi_cuda.sent[w], CU_STREAM_WRITE_VALUE_DEFAULT),
@@ -542,6 +547,7 @@ static void sync_signal(CUstream s, int w, const char *call)
 
 static void sync_wait(CUstream s, int w, const char *call)
 {
+    ushmemi_cuda_trace(s, "sync wait (wait value)", w, ushmemi_cuda.expected[w] + 1);
     CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
                                             ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
              call);
@@ -817,6 +823,7 @@ static void launch(CUfunction f, unsigned gx, unsigned gy, unsigned threads, uns
                    void *args, CUstream s, const char *call)
 {
     void *params[] = {args};
+    ushmemi_cuda_trace(s, "collective kernel", -1, (uint64_t)gx * gy);
     CU_CHECK(ushmemi_cu.cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, shmem, s, params, NULL), call);
 }
 
@@ -990,14 +997,19 @@ USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, cons
 
 /* ---- reductions ---- */
 
-/* ---- gather buffers of reductions with members on other hosts ----
- * The proxy fetches those members' sources into one. Plain device
- * allocations: the proxy's copy into a stream-ordered pool allocation
- * (cuMemAllocAsync) crashed in the driver, which took the pool address for
- * host memory. A buffer is free again once its stream has passed the
- * reduction (a host function marks it), and stays allocated until finalize
- * (cuMemFree would synchronize the device while a stream may be waiting
- * for another PE), unless every slot holds a smaller free one. */
+/* ---- scratch buffers of reductions on a stream ----
+ * The gather buffer into which the proxy fetches the sources of members on
+ * other hosts, and the temporary of an in-place reduction. Plain device
+ * allocations, never stream-ordered ones (cuMemAllocAsync): the proxy's copy
+ * into a pool address crashed in the driver, which took it for host memory,
+ * and with a pool in use nothing new ran in the context while a stream
+ * waited for another host (pretend hosts, USHMEM_CUDA_COLL=copy: the proxy's
+ * atomic and a probe kernel on a fresh stream never started; the pool's
+ * trim at a synchronize waits for the whole context). A buffer is free again
+ * once its stream has passed the reduction (a host function marks it). No
+ * cuMemFree before finalize (it waits for the device, where a stream may be
+ * waiting for another PE): a buffer traded for a larger one is retired and
+ * freed at finalize. */
 enum { NGATHER = 32 };
 static struct {
     pthread_mutex_t mu;
@@ -1006,6 +1018,8 @@ static struct {
         size_t size;
         _Atomic int busy;
     } b[NGATHER];
+    CUdeviceptr *retired;
+    size_t n_retired;
 } gpool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void gather_done(void *busy)
@@ -1033,7 +1047,11 @@ static CUdeviceptr gather_take(size_t size, int *slot, const char *call)
                 small = i;
         }
         if (fit < 0 && empty < 0 && small >= 0) { /* rare: trade a small one for a larger one */
-            CU_CHECK(ushmemi_cu.cuMemFree(gpool.b[small].p), call);
+            CUdeviceptr *r = realloc(gpool.retired, (gpool.n_retired + 1) * sizeof *r);
+            if (!r)
+                ushmemi_fatal(call, "out of memory");
+            gpool.retired = r;
+            r[gpool.n_retired++] = gpool.b[small].p;
             gpool.b[small].p = 0;
             empty = small;
         }
@@ -1056,6 +1074,7 @@ static CUdeviceptr gather_take(size_t size, int *slot, const char *call)
 /* The buffer is free once stream s gets here. */
 static void gather_give(int slot, CUstream s, const char *call)
 {
+    ushmemi_cuda_trace(s, "gather buffer free (host function)", -1, (uint64_t)slot);
     CU_CHECK(ushmemi_cu.cuLaunchHostFunc(s, gather_done, (void *)&gpool.b[slot].busy), call);
 }
 
@@ -1066,6 +1085,11 @@ static void gather_fini(void)
             ushmemi_cu.cuMemFree(gpool.b[i].p);
             gpool.b[i].p = 0;
         }
+    for (size_t i = 0; i < gpool.n_retired; i++)
+        ushmemi_cu.cuMemFree(gpool.retired[i]);
+    free(gpool.retired);
+    gpool.retired = NULL;
+    gpool.n_retired = 0;
 }
 
 static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, size_t nreduce,
@@ -1137,8 +1161,9 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
         return 0;
     }
     CUdeviceptr tmp = 0;
+    int tslot = -1;
     if (inplace)
-        CU_CHECK(ushmemi_cu.cuMemAllocAsync(&tmp, nbytes ? nbytes : 1, s), call);
+        tmp = gather_take(nbytes ? nbytes : 1, &tslot, call);
     args.ndest = 1;
     args.dest[0] = inplace ? (void *)(uintptr_t)tmp : dest;
     ushmemi_cuda_stream_sync(team, s, call);
@@ -1156,7 +1181,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
         ushmemi_cuda_stream_sync(team, s, call);
         if (nbytes)
             CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)d, tmp, nbytes, s), call);
-        CU_CHECK(ushmemi_cu.cuMemFreeAsync(tmp, s), call);
+        gather_give(tslot, s, call);
     }
     ushmemi_cuda_stream_sync(team, s, call);
     return 0;
