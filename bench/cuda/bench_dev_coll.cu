@@ -60,8 +60,10 @@ static const char *const c_name[C_COUNT] = {"alltoall", "broadcast", "fcollect",
 
 // iters collectives of kind c, b bytes per PE, back to back on the same buffers.
 // off: alltoallv's offsets and counts in bytes (3 x npes: dest, source, count).
-__global__ void k_coll(DEVH d, int c, char *dst, const char *src, size_t b, const size_t *off,
-                       int iters)
+// (launch bounds: the reductions inlined with the rest need more than 128
+// registers a thread otherwise, and 512 threads would not fit an SM)
+__global__ void __launch_bounds__(kBlock)
+    k_coll(DEVH d, int c, char *dst, const char *src, size_t b, const size_t *off, int iters)
 {
     const int n = shmemx_dev_n_pes(d);
     for (int i = 0; i < iters; i++) {

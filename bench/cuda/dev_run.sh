@@ -36,11 +36,17 @@ t_start=$SECONDS
   nvcc --version | tail -2
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"
-if [ ! -f "$B/CMakeCache.txt" ]; then
+# PREBUILT=1: BUILD_DIR already holds ushrun and the ushmem benchmarks (built
+# elsewhere with the same nvcc); only the NVSHMEM ones are compiled here.
+if [ "${PREBUILT:-0}" = 1 ]; then
+  :
+elif [ ! -f "$B/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$B" -DUSHMEM_BUILD_PYTHON=OFF >"$O/build.log" 2>&1 ||
     { tail -40 "$O/build.log"; exit 1; }
 fi
-cmake --build "$B" -j"$(nproc)" >>"$O/build.log" 2>&1 || { tail -40 "$O/build.log"; exit 1; }
+[ "${PREBUILT:-0}" = 1 ] ||
+  cmake --build "$B" -j"$(nproc)" >>"$O/build.log" 2>&1 || { tail -40 "$O/build.log"; exit 1; }
+[ "${PREBUILT:-0}" = 1 ] ||
 nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_ushmem.cu" \
     -o "$B/bench_dev_ushmem" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
   { echo "bench_dev_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
@@ -53,6 +59,7 @@ if [ -n "$NV" ] && [ -d "$NV/include" ]; then
 else
   echo "NVSHMEM (nvidia-nvshmem-cu13) not found: its columns stay empty"; NV=""
 fi
+[ "${PREBUILT:-0}" = 1 ] ||
 nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_coll.cu" \
     -o "$B/bench_dev_coll" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
   { echo "bench_dev_coll: build failed"; tail -40 "$O/build.log"; exit 1; }

@@ -288,7 +288,8 @@ def test_module_loading_default_kept():
     for preset, want in ((None, "LAZY"), ("EAGER", "EAGER"), ("LAZY", "LAZY")):
         env = {k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"}
         env["PYTHONPATH"] = pkg + os.pathsep + env.get("PYTHONPATH", "")
-        for k in [k for k in env if k.startswith(("USHMEM_", "OMPI_", "PMIX_"))]:
+        for k in [k for k in env if k.startswith(("USHMEM_", "OMPI_", "PMIX_"))
+                  and k != "USHMEM_PYTHON_EXT_DIR"]:  # (where the extension was built)
             del env[k]  # a plain process, not a PE of this job
         if preset:
             env["CUDA_MODULE_LOADING"] = preset
