@@ -156,7 +156,9 @@ rdc_program() {
 mode_rdc() {
     local nvcc=$1
     have "$nvcc" || skip "no nvcc"
-    rdc_program rdc "$nvcc" "" "-DSHMEMX_DEVICE_CHECKS" "${sm90[@]}"
+    # One program: the checked dev_all with the unchecked dev_other (the two
+    # variants link together); the unchecked dev_all is the nordc test's (a
+    # second rdc program cost two more minutes of CI).
     rdc_program rdc_checks "$nvcc" "-DSHMEMX_DEVICE_CHECKS" "" "${sm90[@]}"
 }
 
