@@ -52,6 +52,16 @@ int shmemx_buffer_unregister_all(void);
  * the peer is not mapped here). bases must hold shmem_n_pes() pointers. */
 int shmemx_heap_bases(const void *sym_addr, void **bases);
 
+/* How this PE reaches PE pe's device heap: SHMEMX_ROUTE_MAPPED (this process
+ * maps it: loads, stores, copies; pe itself included), SHMEMX_ROUTE_PROXY
+ * (another host: through the proxy, for the host, stream and device APIs
+ * alike, but shmem_ptr gives NULL), SHMEMX_ROUTE_NONE (no device heap here, or
+ * no way to pe's). -1 for a PE out of range or before init. */
+#define SHMEMX_ROUTE_NONE   0
+#define SHMEMX_ROUTE_MAPPED 1
+#define SHMEMX_ROUTE_PROXY  2
+int shmemx_device_route(int pe);
+
 /* Memory kind hints for shmem_malloc_with_hints. */
 #define SHMEMX_MALLOC_HOST   (1L << 16)
 #define SHMEMX_MALLOC_DEVICE (1L << 17)

@@ -1149,20 +1149,24 @@ int upy_check_reach(int pe, const char *fn)
                    pe, upy_g.me);
 }
 
-/* A symmetric span on the device heap: PE pe's copy must be mapped here (a
- * peer on a GPU without peer access to this PE's is not). Host spans: 0. */
+/* A symmetric span on the device heap: PE pe's copy must be mapped here or
+ * reached through the proxy (another host); a peer on a GPU without peer
+ * access to this PE's and no proxy is neither. Host spans: 0. */
 int upy_check_sym_mapped(const span_t *s, int pe, const char *fn, const char *what)
 {
-    if (s->device < 0 || LIKELY(shmem_ptr(s->sym, pe) != NULL))
+    if (s->device < 0 || LIKELY(shmem_ptr(s->sym, pe) != NULL) ||
+        shmemx_device_route(pe) == SHMEMX_ROUTE_PROXY)
         return 0;
     return upy_err(ERR_UNREACHABLE,
-                   "%s: %s: PE %d's device heap is not mapped in PE %d's process (its GPU has no "
-                   "peer access to this one, or it runs on another host)",
+                   "%s: %s: PE %d's device heap is not reachable from PE %d (its GPU has no "
+                   "peer access to this one, and no proxy reaches it: PEs on other hosts need "
+                   "the mpi transport)",
                    fn, what, pe, upy_g.me);
 }
 
-/* Stream-ordered synchronization and device collectives need every team
- * member's device heap (and, for device buffers, their copies) mapped here. */
+/* Stream-ordered synchronization and stream collectives need every team
+ * member's device heap (and, for device buffers, their copies) mapped here or
+ * reached through the proxy. */
 int upy_check_team_mapped(shmem_team_t t, const span_t *d, const span_t *s, int heaps,
                           const char *fn)
 {
@@ -1173,13 +1177,12 @@ int upy_check_team_mapped(shmem_team_t t, const span_t *d, const span_t *s, int 
         int pe = shmem_team_translate_pe(t, i, SHMEM_TEAM_WORLD);
         if (pe < 0)
             continue;
-        if (heaps && !dev_heap_mapped(pe))
-            return upy_err(
-                ERR_UNREACHABLE,
-                "%s: PE %d's device heap is not mapped in PE %d's process: stream-ordered "
-                "synchronization needs every team member on this host, on GPUs with "
-                "peer access",
-                fn, pe, upy_g.me);
+        if (heaps && !dev_heap_reached(pe))
+            return upy_err(ERR_UNREACHABLE,
+                           "%s: PE %d's device heap is not reachable from PE %d: stream-ordered "
+                           "synchronization needs every team member's (on this host, on GPUs "
+                           "with peer access, or on other hosts through the mpi transport)",
+                           fn, pe, upy_g.me);
         if ((d && upy_check_sym_mapped(d, pe, fn, "dest")) ||
             (s && upy_check_sym_mapped(s, pe, fn, "source")))
             return -1;

@@ -194,11 +194,13 @@ int upy_mem_device(const void *p);
 void upy_probe_device(void);
 int upy_parse_stream(PyObject *o, void **out, const char *fn);
 
-/* Is PE pe's device heap mapped in this process? (Stream-ordered barriers and
- * device collectives need every member's.) */
-static inline int dev_heap_mapped(int pe)
+/* Does this PE reach PE pe's device heap: mapped here, or through the proxy
+ * (another host)? Stream-ordered barriers and stream collectives need every
+ * member's. */
+static inline int dev_heap_reached(int pe)
 {
-    return upy_g.dev_probe && shmem_ptr(upy_g.dev_probe, pe) != NULL;
+    return upy_g.dev_probe &&
+           (shmem_ptr(upy_g.dev_probe, pe) != NULL || shmemx_device_route(pe) > 0);
 }
 
 /* ---- Argument conversion (_common.c) ---- */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <shmemx.h>
+
 #include "core/core.h"
 #include "core/local.h"
 #include "transport/cuda/devmem.h"
@@ -298,6 +300,27 @@ const ushmemi_transport_ops_t *ushmemi_route(const void *sym, int pe)
     if (ushmemi_cuda_is_sym(sym))
         return peer_dev ? peer_dev[pe] : NULL;
     return peer_tl ? peer_tl[pe] : NULL;
+}
+
+USHMEMI_API int shmemx_device_route(int pe)
+{
+    static const char call[] = "shmemx_device_route";
+    if (!ushmemi_g.initialized) {
+        ushmemi_error(call, "called before shmem_init");
+        return -1;
+    }
+    if (pe < 0 || pe >= ushmemi_g.n_pes) {
+        ushmemi_error(call, "PE %d is not in [0, %d)", pe, ushmemi_g.n_pes);
+        return -1;
+    }
+    const ushmemi_seg_t *dev = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
+    if (!dev->size || !dev->peer)
+        return SHMEMX_ROUTE_NONE;
+    if (pe == ushmemi_g.my_pe || dev->peer[pe])
+        return SHMEMX_ROUTE_MAPPED;
+    /* (a device-heap route through the proxy comes with the kernels' ring:
+     * init fails without it) */
+    return peer_dev && peer_dev[pe] ? SHMEMX_ROUTE_PROXY : SHMEMX_ROUTE_NONE;
 }
 
 const char *ushmemi_pe_dev_transport_name(int pe)

@@ -1,6 +1,7 @@
 /* Setup and query routines, including 1.6 nested init/finalize.
  * USHMEM_TEST_NPES: 1 2 3 4 */
 #include <pthread.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include <shmemx.h>
@@ -67,6 +68,20 @@ int main(void)
     for (int pe = 0; pe < np; pe++)
         CHECK(bases[pe] == shmem_ptr(heap, pe), "heap_bases[%d] != shmem_ptr", pe);
     CHECK(shmemx_heap_bases(priv, bases) != 0, "heap_bases on private memory succeeded");
+    /* Device routes: none at all without a device heap (no NVIDIA device here,
+     * as in CI), else mapped (this PE included) or through the proxy. */
+    int self_route = shmemx_device_route(me);
+    if (access("/dev/nvidiactl", F_OK) != 0)
+        CHECK(self_route == SHMEMX_ROUTE_NONE, "device route to self without a GPU: %d",
+              self_route);
+    for (int pe = 0; pe < np; pe++) {
+        int r = shmemx_device_route(pe);
+        CHECK(self_route == SHMEMX_ROUTE_NONE ? r == SHMEMX_ROUTE_NONE
+                                              : r == SHMEMX_ROUTE_MAPPED || r == SHMEMX_ROUTE_PROXY,
+              "device route to PE %d: %d (to self: %d)", pe, r, self_route);
+    }
+    CHECK(shmemx_device_route(np) == -1 && shmemx_device_route(-1) == -1,
+          "device route to a PE out of range");
     double t0 = shmemx_wtime();
     CHECK(t0 > 0 && shmemx_wtime() >= t0, "wtime");
 

@@ -39,6 +39,10 @@ int main(void)
               "PE %d: base %p, shmem_ptr %p", pe, bases[pe], shmem_ptr(d, pe));
         CHECK(!bases[pe] || tcu_is_device(bases[pe]), "peer view of PE %d is not device memory",
               pe);
+        /* mapped where shmem_ptr gives an address, else the proxy (another host) */
+        int want = bases[pe] ? SHMEMX_ROUTE_MAPPED : SHMEMX_ROUTE_PROXY;
+        CHECK(shmemx_device_route(pe) == want, "device route to PE %d: %d, want %d", pe,
+              shmemx_device_route(pe), want);
     }
     CHECK(shmem_ptr(d, me) == d, "shmem_ptr to self");
     CHECK(shmem_addr_accessible(d, next), "device heap not accessible");
