@@ -65,9 +65,14 @@ static char *sym_route(const void *sym, size_t n, int pe, int *dev, const char *
                        const char *call)
 {
     USHMEMI_CHECK_INIT(call);
-    if (pe >= 0 && pe < ushmemi_g.n_pes && ushmemi_cuda_dev_has_ring()) {
+    if (pe >= 0 && pe < ushmemi_g.n_pes) {
         int s = ushmemi_seg_of(sym, n ? n : 1);
-        if (s >= 0 && !ushmemi_xlate(sym, pe) && ushmemi_route(sym, pe)) {
+        /* Unmapped but routed (another host): the ring when there is one;
+         * without a GPU only host memory with no stream can come here, and
+         * the caller's host-API path takes it (a stream is refused after). */
+        if (s >= 0 && !ushmemi_xlate(sym, pe) && ushmemi_route(sym, pe) &&
+            (ushmemi_cuda_dev_has_ring() ||
+             (!ushmemi_g.cuda_active && ushmemi_g.seg[s].kind != USHMEMI_MEM_DEVICE))) {
             *dev = ushmemi_g.seg[s].kind == USHMEMI_MEM_DEVICE;
             return NULL;
         }
@@ -254,7 +259,9 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
     uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
     int sdev = nelems ? local_is_dev(source) : 0;
     int via_proxy = (nelems && !r) || !rsig;
-    if (!stream && !ddev && !sdev && !sigdev && !via_proxy) {
+    /* (without a GPU, "via the proxy" is host memory of another host: the
+     * host API's; with one, the ring keeps the stream's order) */
+    if (!stream && !ddev && !sdev && !sigdev && (!via_proxy || !ushmemi_g.cuda_active)) {
         ushmemi_put_signal(SHMEM_CTX_DEFAULT, dest, source, nelems, sig_addr, signal, sig_op, pe, 0,
                            call);
         return;
