@@ -1,7 +1,7 @@
 #!/bin/bash
 # make check-python: the Python suite under ushrun with 1, 2 and 4 PEs, under
 # torchrun (2 processes, gloo, init_with_torch) and under mpirun (2 ranks,
-# init_with_mpi), each with a timeout; the seed suite (tests/seed) likewise;
+# init_with_mpi; and on two pretend hosts), each with a timeout; the seed suite (tests/seed) likewise;
 # then the overhead benchmark's limit.
 #   python/check.sh [BUILD_DIR]     (default build/; `make` builds the extension)
 # Each leg's output goes to BUILD_DIR/python/logs/<leg>.log; a failing leg's
@@ -59,6 +59,8 @@ leg ushrun-2 -l ushrun -n 2 -t 90 -c "$tests"
 leg ushrun-4 -l ushrun -n 4 -t 120 -c "$tests"
 leg torchrun-2 -l torchrun -n 2 -i torch -t 120 -c "$tests"
 leg mpirun-2 -l mpirun -n 2 -i mpi -t 120 -c "$tests"
+# Each PE on a pretend host of its own: everything through MPI and the proxy.
+USHMEM_FAKE_HOSTS=2 leg mpirun-2hosts -l mpirun -n 2 -t 120 -c "$tests"
 # The seed suite (rocshmem4py's tests rewritten for ushmem) on its own conftest: its init
 # is init_with_torch() with no process group.
 seed="pytest -q --confcutdir=tests/seed tests/seed"
@@ -67,6 +69,7 @@ leg seed-ushrun-2 -l ushrun -n 2 -t 60 -c "$seed"
 leg seed-ushrun-4 -l ushrun -n 4 -t 90 -c "$seed"
 leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "$seed"
 leg seed-mpirun-2 -l mpirun -n 2 -t 90 -c "$seed"
+USHMEM_FAKE_HOSTS=2 leg seed-mpirun-2hosts -l mpirun -n 2 -t 90 -c "$seed"
 # (USHMEM_USE_TORCH_INIT=0 under mpirun runs it over init_with_mpi(), which the mpirun-2
 # leg above already uses: left out to keep make check short.)
 leg overhead -l ushrun -n 1 -t 60 -c "python bench/bench_overhead.py -n 50000 --limit-ns 1000"

@@ -104,6 +104,11 @@ def pytest_configure(config):
     if _state["tier"] is None:
         raise pytest.UsageError("ushmem: no init tier worked: " + "; ".join(errors))
     _state["seed"] = _share_seed()
+    # Every PE's host heap mapped here? Not when some run on another host
+    # (mpirun across hosts, or USHMEM_FAKE_HOSTS): no peer views there.
+    probe = ushmem.create_buffer(8, device="cpu")
+    _state["mapped"] = all(ushmem.ptr(probe, pe) is not None for pe in range(ushmem.n_pes()))
+    probe.free()
     # Quiet output on PEs other than 0 (their failures are still reported).
     if ushmem.my_pe() != 0 and config.option.verbose > 0:
         config.option.verbose = 0
@@ -157,6 +162,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs torch"))
         if item.get_closest_marker("requires_multi_pe") and n < 2:
             item.add_marker(pytest.mark.skip(reason="needs at least 2 PEs"))
+        if item.get_closest_marker("requires_mapped_peers") and not _state.get("mapped", True):
+            item.add_marker(pytest.mark.skip(
+                reason="a PE runs on another host: its memory is not mapped here"))
         if item.get_closest_marker("requires_cuda") and not cuda:
             item.add_marker(pytest.mark.skip(
                 reason="needs torch with CUDA and a CUDA device bound to ushmem"))

@@ -154,6 +154,7 @@ def test_bad_arguments_raise(me, npes, sym_bytes):
     ushmem.barrier_all()
 
 
+@pytest.mark.requires_mapped_peers
 @pytest.mark.requires_torch
 def test_tensor_helpers(me, npes, device):
     import torch
@@ -213,6 +214,7 @@ def test_tensor_dtypes_roundtrip(me, data, device):
         assert torch.equal(back.view(torch.uint8), src.cpu().view(torch.uint8)), dt
 
 
+@pytest.mark.requires_mapped_peers
 def test_numpy_helpers(me, npes, data):
     import ushmem.interop.numpy as unp
     a = unp.array((4, 6), np.int32)

@@ -43,6 +43,7 @@ def test_barrier_counts(me, npes, sym_bytes):
     assert seen == [npes * r for r in range(1, 6)]
 
 
+@pytest.mark.requires_mapped_peers
 def test_peer_views_read_write(me, npes, data, sym_bytes):
     n = 4096
     buf = sym_bytes(n * npes)

@@ -148,6 +148,7 @@ def test_cuda_buffer_interfaces(me, data):
     assert ei.value.code == ushmem.ERR_FREED
 
 
+@pytest.mark.requires_mapped_peers
 @_cuda_test
 def test_cuda_peer_buffers_and_heap_bases(me, npes, data):
     torch = _t()

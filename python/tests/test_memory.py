@@ -85,6 +85,7 @@ def test_heap_exhaustion_raises_everywhere():
     b.free()
 
 
+@pytest.mark.requires_mapped_peers
 def test_ptr_and_heap_bases(me, npes, sym_bytes):
     buf = sym_bytes(128)
     bases = ushmem.get_heap_bases(buf)
@@ -143,6 +144,7 @@ def test_live_allocations_track_everything(me):
     assert ushmem.live_allocations() == before
 
 
+@pytest.mark.requires_mapped_peers
 def test_seed_buffer_attributes(me, npes):
     b = ushmem.create_buffer(64, device="cpu")
     assert b.size == b.nbytes == 64 and b.dtype == np.uint8
@@ -166,6 +168,7 @@ def test_seed_buffer_attributes(me, npes):
         b.get_remote_ptr(me)
 
 
+@pytest.mark.requires_mapped_peers
 def test_peer_ptr_table(me, npes):
     torch = pytest.importorskip("torch")
     import ushmem.interop.torch as ut
@@ -186,6 +189,7 @@ def test_peer_ptr_table(me, npes):
     ut.free_tensor(t)
 
 
+@pytest.mark.requires_mapped_peers
 def test_peer_ptr_table_is_a_list_of_ints(me, npes, data):
     """The seed's bare-Python helper (issue 22, item 13): get_peer_ptr_table(ptr) is a list
     of one int per PE, this PE's entry the pointer itself, equal to get_heap_bases(ptr) (a

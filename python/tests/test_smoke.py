@@ -92,6 +92,7 @@ def test_nbi_then_quiet(me, npes, data, sym_bytes):
     assert bytes(fetched) == data.bytes(me, n, str((me - 1) % npes)) * k
 
 
+@pytest.mark.requires_mapped_peers
 def test_peer_buffer(me, npes, data, sym_bytes):
     n = 333
     buf = sym_bytes(n)
