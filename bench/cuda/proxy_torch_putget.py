@@ -1,6 +1,7 @@
 # Issue 20 (bench/cuda/proxy_torch_putget.sh): put, stream barrier, get between
 # two PEs on pretend hosts with torch CUDA tensors; prints what each PE saw.
-import numpy as np, torch, ushmem
+import torch
+import ushmem
 import ushmem.interop.torch as ut
 ushmem.init(device=0)
 me, n = ushmem.my_pe(), ushmem.n_pes()
