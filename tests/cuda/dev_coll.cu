@@ -186,6 +186,31 @@ __host__ __device__ static inline int root_of(int r, int rootbase, int n)
     return (rootbase + 7 * r) % n;
 }
 
+/* Where PE p's part of a round lands in this PE's dest: len bytes of p's
+ * source from byte from, at dest + at. c, so, dof: the round's layout
+ * (collect: *off, the running offset, advances). The kernel's check and the
+ * host model share it. */
+struct part_t {
+    size_t len, from, at;
+};
+__host__ __device__ static part_t part_of(int kind, int p, int me, int n, size_t ne, size_t es,
+                                          int root, const size_t *c, const size_t *so,
+                                          const size_t *dof, size_t *off)
+{
+    const size_t pn = (size_t)p * n;
+    switch (kind) {
+    case K_ALLTOALL: return {ne * es, (size_t)me * ne * es, (size_t)p * ne * es};
+    case K_BROADCAST: return {p == root ? ne * es : 0, 0, 0};
+    case K_FCOLLECT: return {ne * es, 0, (size_t)p * ne * es};
+    case K_COLLECT: {
+        const size_t at = *off;
+        *off += c[pn] * es;
+        return {c[pn] * es, 0, at};
+    }
+    default: return {c[pn + me] * es, so[pn + me] * es, dof[pn + me] * es};
+    }
+}
+
 /* ROUNDS rounds of: fill the source, the collective, check the dest. ne:
  * elements per block (alltoall/broadcast/fcollect); lay: device layouts. */
 template <int FORM, typename T>
@@ -216,22 +241,8 @@ __global__ void k_move(DEVH d, int kind, T *dest, T *src, size_t ne, int rootbas
         /* the dest, checked while peers may already run the next round */
         size_t off = 0;
         for (int p = 0; p < n; p++) {
-            size_t len, from, at; /* len bytes of p's round-r source from byte from, at dest + at */
-            switch (kind) {
-            case K_ALLTOALL:
-                len = ne * es, from = (size_t)me * ne * es, at = (size_t)p * len;
-                break;
-            case K_BROADCAST: len = p == root ? ne * es : 0, from = 0, at = 0; break;
-            case K_FCOLLECT: len = ne * es, from = 0, at = (size_t)p * len; break;
-            case K_COLLECT:
-                len = c[(size_t)p * n] * es, from = 0, at = off;
-                off += len;
-                break;
-            default:
-                len = c[(size_t)p * n + me] * es, from = so[(size_t)p * n + me] * es,
-                at = dof[(size_t)p * n + me] * es;
-                break;
-            }
+            const part_t q = part_of(kind, p, me, n, ne, es, root, c, so, dof, &off);
+            const size_t len = q.len, from = q.from, at = q.at;
             for (size_t b = rank; b < len; b += size) {
                 uint8_t want = sbyte(k0, p, r, from + b), got = db[at + b];
                 if (got != want)
@@ -485,26 +496,10 @@ static void move_case(const team_t *t, int kind, int form, size_t maxe, uint64_t
         const size_t *c = h.c + r * nn, *so = h.soff + r * nn, *dof = h.doff + r * nn;
         size_t off = 0;
         for (int p = 0; p < n; p++) {
-            size_t len, from, at;
-            switch (kind) {
-            case K_ALLTOALL:
-                len = ne * es, from = (size_t)me * ne * es, at = (size_t)p * len;
-                break;
-            case K_BROADCAST:
-                len = p == root_of(r, rootbase, n) ? ne * es : 0, from = 0, at = 0;
-                break;
-            case K_FCOLLECT: len = ne * es, from = 0, at = (size_t)p * len; break;
-            case K_COLLECT:
-                len = c[(size_t)p * n] * es, from = 0, at = off;
-                off += len;
-                break;
-            default:
-                len = c[(size_t)p * n + me] * es, from = so[(size_t)p * n + me] * es,
-                at = dof[(size_t)p * n + me] * es;
-                break;
-            }
-            for (size_t b = 0; b < len; b++)
-                want[doff + at + b] = sbyte(k0, p, r, from + b);
+            const part_t q =
+                part_of(kind, p, me, n, ne, es, root_of(r, rootbase, n), c, so, dof, &off);
+            for (size_t b = 0; b < q.len; b++)
+                want[doff + q.at + b] = sbyte(k0, p, r, q.from + b);
         }
     }
 
