@@ -317,49 +317,28 @@ static PyObject *py_signal_wait_until_on_stream(PyObject *self, PyObject *const 
 /* Ordering and synchronization                                               */
 /* ------------------------------------------------------------------------ */
 
-static PyObject *py_fence(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    if (require_init("fence"))
-        return NULL;
-    shmem_fence();
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_quiet(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    if (require_init("quiet"))
-        return NULL;
-    shmem_quiet();
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_barrier_all(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    if (require_init("barrier_all"))
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS;
-    shmem_barrier_all();
-    Py_END_ALLOW_THREADS;
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_sync_all(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    if (require_init("sync_all"))
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS;
-    shmem_sync_all();
-    Py_END_ALLOW_THREADS;
-    Py_RETURN_NONE;
-}
+/* fence and quiet return at once; barrier_all and sync_all wait for the other
+ * PEs, with the GIL released. */
+#define DEF_NOARG(name, call, blocks)                                                              \
+    static PyObject *py_##name(PyObject *self, PyObject *unused)                                   \
+    {                                                                                              \
+        (void)self;                                                                                \
+        (void)unused;                                                                              \
+        if (require_init(#name))                                                                   \
+            return NULL;                                                                           \
+        if (blocks) {                                                                              \
+            Py_BEGIN_ALLOW_THREADS;                                                                \
+            call();                                                                                \
+            Py_END_ALLOW_THREADS;                                                                  \
+        } else {                                                                                   \
+            call();                                                                                \
+        }                                                                                          \
+        Py_RETURN_NONE;                                                                            \
+    }
+DEF_NOARG(fence, shmem_fence, 0)
+DEF_NOARG(quiet, shmem_quiet, 0)
+DEF_NOARG(barrier_all, shmem_barrier_all, 1)
+DEF_NOARG(sync_all, shmem_sync_all, 1)
 
 /* With a device bound, the C stream-ordered routine (a NULL stream is the
  * legacy default stream there: the barrier is enqueued, not waited for);
