@@ -1,0 +1,23 @@
+#!/bin/bash
+# For the GPU machine (the device tool): build here (nvcc needs no GPU) into
+# build-gpu, then copy what the GPU runs need into build-carry (under the
+# device tool's 64 MiB carry limit: no object files, no static library, no
+# Python extension, only the CUDA tests of the C suite). Pass build-carry as
+# the run's carry, then on the device machine make the build's absolute paths
+# valid before using it:
+#   mkdir -p /work; [ -e /work/main ] || ln -s "$PWD" /work/main
+#   [ -e build-gpu ] || ln -s build-carry build-gpu
+# and run from /work/main/build-gpu (ctest works there, e.g. ctest -R '^cuda/').
+# Saves the 30-100 s of building on every cold device machine.
+#   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
+set -eu
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
+rm -rf build-carry
+cp -a build-gpu build-carry
+rm -rf build-carry/CMakeFiles/ushmem_obj.dir build-carry/libushmem.a build-carry/python
+find build-carry -name "*.o" -delete
+for d in build-carry/tests/*/; do
+  case "$d" in */cuda/) ;; *) find "$d" -type f -perm -u+x -delete ;; esac
+done
+du -sh build-carry
