@@ -8,11 +8,20 @@
 #   mkdir -p /work; [ -e /work/main ] || ln -s "$PWD" /work/main
 #   [ -e build-gpu ] || ln -s build-carry build-gpu
 # and run from /work/main/build-gpu (ctest works there, e.g. ctest -R '^cuda/').
-# Saves the 30-100 s of building on every cold device machine.
+# Saves the 30-100 s of building on every cold device machine. BENCH=1 adds
+# the ushmem device benchmarks (then: PREBUILT=1 bench/cuda/dev_run.sh
+# /work/main/build-gpu OUTDIR).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 set -eu
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
+# BENCH=1: also the ushmem device benchmarks (for PREBUILT=1 bench/cuda/dev_run.sh)
+if [ "${BENCH:-0}" = 1 ]; then
+  for b in bench_dev_ushmem bench_dev_coll; do
+    nvcc -O2 -std=c++17 -arch=sm_90 -Iinclude "bench/cuda/$b.cu" -o "build-gpu/$b" \
+      build-gpu/libushmem.a -ldl -lpthread
+  done
+fi
 rm -rf build-carry
 cp -a build-gpu build-carry
 rm -rf build-carry/CMakeFiles/ushmem_obj.dir build-carry/libushmem.a build-carry/python
