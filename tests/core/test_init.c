@@ -7,18 +7,21 @@
 #include <shmemx.h>
 
 static long counter; /* a global: symmetric */
-enum { THREADS = 4, ITERS = 2000 };
+enum { THREADS = 4 };
+static int iters = 2000; /* per thread; TEST_ITERS (the MPI runs: 1000) */
 
 static void *bump(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < ITERS; i++)
+    for (int i = 0; i < iters; i++)
         shmem_long_atomic_inc(&counter, 0);
     return NULL;
 }
 
 int main(void)
 {
+    if (getenv("TEST_ITERS") && atoi(getenv("TEST_ITERS")) > 0)
+        iters = atoi(getenv("TEST_ITERS"));
     CHECK(!shmem_query_initialized(), "initialized before shmem_init");
     CHECK(shmem_my_pe() == -1 && shmem_n_pes() == -1, "queries before init should be -1");
     int provided = -1;
@@ -94,8 +97,8 @@ int main(void)
         pthread_join(th[t], NULL);
     shmem_barrier_all();
     long total = shmem_long_atomic_fetch(&counter, 0);
-    CHECK(total == (long)np * THREADS * ITERS, "threaded atomic count %ld, want %ld", total,
-          (long)np * THREADS * ITERS);
+    CHECK(total == (long)np * THREADS * iters, "threaded atomic count %ld, want %ld", total,
+          (long)np * THREADS * iters);
     free(bases);
     free(priv);
     shmem_free(heap);
