@@ -85,7 +85,8 @@ typedef enum {
       "Device-side waits/barriers: auto (when no PEs share a GPU, or MPS shares fit), "            \
       "timesliced (always: slow without MPS), off")                                                \
     X(device_wait_timeout, INT, "60", "USHMEM_DEVICE_WAIT_TIMEOUT",                                \
-      "Seconds one device-side wait may last before its kernel traps (0: no limit)")               \
+      "Seconds one device-side wait may last before its kernel traps, and the proxy's wait for "   \
+      "its own copy or atomic on this GPU before the job ends (0: no limit)")                      \
     X(cuda_coll, STR, "auto", "USHMEM_CUDA_COLL",                                                  \
       "Collectives on device memory: auto, copy (every PE copies, two stream barriers), leader "   \
       "(one PE copies for all), kernel (one kernel copies and synchronizes on the device)")        \
