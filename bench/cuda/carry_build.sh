@@ -17,10 +17,8 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
 # BENCH=1: also the ushmem device benchmarks (for PREBUILT=1 bench/cuda/dev_run.sh)
 if [ "${BENCH:-0}" = 1 ]; then
-  for b in bench_dev_ushmem bench_dev_coll; do
-    nvcc -O2 -std=c++17 -arch=sm_90 -Iinclude "bench/cuda/$b.cu" -o "build-gpu/$b" \
-      build-gpu/libushmem.a -ldl -lpthread
-  done
+  . bench/cuda/common.sh
+  build_ushmem_benches build-gpu /tmp/carry_build.log || { tail -20 /tmp/carry_build.log; exit 1; }
 fi
 rm -rf build-carry
 cp -a build-gpu build-carry

@@ -54,3 +54,15 @@ mps_quit() {
   MPSDIR=
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
 }
+
+# build_ushmem_benches BUILD_DIR LOG: the ushmem device benchmarks
+# (bench_dev_ushmem, bench_dev_coll) against BUILD_DIR's libushmem.a; needs no
+# GPU. Non-zero with a line when one fails.
+build_ushmem_benches() {
+  local b here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  for b in bench_dev_ushmem bench_dev_coll; do
+    nvcc -O2 -std=c++17 -arch=sm_90 -I"$here/../../include" "$here/$b.cu" -o "$1/$b" \
+      "$1/libushmem.a" -ldl -lpthread >>"$2" 2>&1 || { echo "$b: build failed"; return 1; }
+  done
+}

@@ -37,19 +37,16 @@ t_start=$SECONDS
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"
 # PREBUILT=1: BUILD_DIR already holds ushrun and the ushmem benchmarks (built
-# elsewhere with the same nvcc); only the NVSHMEM ones are compiled here.
-if [ "${PREBUILT:-0}" = 1 ]; then
-  :
-elif [ ! -f "$B/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$B" -DUSHMEM_BUILD_PYTHON=OFF >"$O/build.log" 2>&1 ||
-    { tail -40 "$O/build.log"; exit 1; }
-fi
-[ "${PREBUILT:-0}" = 1 ] ||
+# elsewhere with the same nvcc, bench/cuda/carry_build.sh); only the NVSHMEM
+# ones are compiled here.
+if [ "${PREBUILT:-0}" != 1 ]; then
+  if [ ! -f "$B/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$B" -DUSHMEM_BUILD_PYTHON=OFF >"$O/build.log" 2>&1 ||
+      { tail -40 "$O/build.log"; exit 1; }
+  fi
   cmake --build "$B" -j"$(nproc)" >>"$O/build.log" 2>&1 || { tail -40 "$O/build.log"; exit 1; }
-[ "${PREBUILT:-0}" = 1 ] ||
-nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_ushmem.cu" \
-    -o "$B/bench_dev_ushmem" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
-  { echo "bench_dev_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
+  build_ushmem_benches "$B" "$O/build.log" || { tail -40 "$O/build.log"; exit 1; }
+fi
 find_nvshmem
 if [ -n "$NV" ] && [ -d "$NV/include" ]; then
   nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_nvshmem.cu" \
@@ -59,10 +56,6 @@ if [ -n "$NV" ] && [ -d "$NV/include" ]; then
 else
   echo "NVSHMEM (nvidia-nvshmem-cu13) not found: its columns stay empty"; NV=""
 fi
-[ "${PREBUILT:-0}" = 1 ] ||
-nvcc -O2 -std=c++17 -arch=sm_90 -I"$root/include" "$here/bench_dev_coll.cu" \
-    -o "$B/bench_dev_coll" "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
-  { echo "bench_dev_coll: build failed"; tail -40 "$O/build.log"; exit 1; }
 NVC=$NV
 if [ -n "$NV" ]; then
   nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_coll_nvshmem.cu" \

@@ -1154,8 +1154,7 @@ int upy_check_reach(int pe, const char *fn)
  * access to this PE's and no proxy is neither. Host spans: 0. */
 int upy_check_sym_mapped(const span_t *s, int pe, const char *fn, const char *what)
 {
-    if (s->device < 0 || LIKELY(shmem_ptr(s->sym, pe) != NULL) ||
-        shmemx_device_route(pe) == SHMEMX_ROUTE_PROXY)
+    if (s->device < 0 || LIKELY(dev_heap_reached(pe)))
         return 0;
     return upy_err(ERR_UNREACHABLE,
                    "%s: %s: PE %d's device heap is not reachable from PE %d (its GPU has no "

@@ -196,11 +196,10 @@ int upy_parse_stream(PyObject *o, void **out, const char *fn);
 
 /* Does this PE reach PE pe's device heap: mapped here, or through the proxy
  * (another host)? Stream-ordered barriers and stream collectives need every
- * member's. */
+ * member's. (No device heap: no route.) */
 static inline int dev_heap_reached(int pe)
 {
-    return upy_g.dev_probe &&
-           (shmem_ptr(upy_g.dev_probe, pe) != NULL || shmemx_device_route(pe) > 0);
+    return shmemx_device_route(pe) > 0;
 }
 
 /* ---- Argument conversion (_common.c) ---- */

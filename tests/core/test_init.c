@@ -20,8 +20,9 @@ static void *bump(void *arg)
 
 int main(void)
 {
-    if (getenv("TEST_ITERS") && atoi(getenv("TEST_ITERS")) > 0)
-        iters = atoi(getenv("TEST_ITERS"));
+    const char *iters_env = getenv("TEST_ITERS");
+    if (iters_env && atoi(iters_env) > 0)
+        iters = atoi(iters_env);
     CHECK(!shmem_query_initialized(), "initialized before shmem_init");
     CHECK(shmem_my_pe() == -1 && shmem_n_pes() == -1, "queries before init should be -1");
     int provided = -1;

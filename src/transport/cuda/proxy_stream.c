@@ -21,8 +21,8 @@
  * the stall report. */
 enum { RECENT = 8 };
 static struct {
-    char what[8]; /* "copy", "amo32", "amo64" */
-    int op;       /* AMO code */
+    const char *what; /* "copy", "amo32", "amo64" */
+    int op;           /* AMO code */
     size_t n;
     uintptr_t dst, src;
 } recent[RECENT];
@@ -31,7 +31,7 @@ static unsigned n_recent;
 static void note(const char *what, int op, uintptr_t dst, uintptr_t src, size_t n)
 {
     unsigned i = n_recent++ % RECENT;
-    snprintf(recent[i].what, sizeof recent[i].what, "%s", what);
+    recent[i].what = what;
     recent[i].op = op;
     recent[i].n = n;
     recent[i].dst = dst;

@@ -225,10 +225,27 @@ USHMEMI_API void shmemx_getmem_on_stream(void *dest, const void *source, size_t 
         ushmemi_stream_copy(dest, ddev, r, sdev, nelems, (CUstream)stream, call);
 }
 
-static void stream_signal(uint64_t *rsig, int sdev, uint64_t value, int sig_op, CUstream s,
-                          const char *call)
+/* The argument checks of both signal calls. */
+static void signal_check(const uint64_t *sig_addr, int sig_op, const char *call)
 {
-    if (!sdev) {
+    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
+        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
+    if ((uintptr_t)sig_addr % 8)
+        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (const void *)sig_addr);
+}
+
+/* The signal update in stream order: on rsig (sig_addr's copy on pe as
+ * mapped here), or when rsig is NULL a request to the proxy, after the
+ * stream's earlier requests to pe (the proxy's order). */
+static void stream_signal(uint64_t *sig_addr, uint64_t *rsig, int sdev, uint64_t value, int sig_op,
+                          int pe, CUstream s, const char *call)
+{
+    if (!rsig) {
+        ushmemi_stream_proxy_req(s, USHMEMI_REQ_AMO, 0,
+                                 (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) |
+                                     8u << 8,
+                                 pe, sig_addr, (const void *)(uintptr_t)value, 0, NULL, 0, call);
+    } else if (!sdev) {
         enqueue_host_op(s, NULL, NULL, 0, rsig, value, sig_op, call);
     } else if (sig_op == SHMEM_SIGNAL_SET) {
         /* The default flags put a system-wide fence before the write: the
@@ -251,10 +268,7 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
     static const char call[] = "shmemx_putmem_signal_on_stream";
     int ddev = 0, sigdev;
     char *r = NULL;
-    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
-        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
-    if ((uintptr_t)sig_addr % 8)
-        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
+    signal_check(sig_addr, sig_op, call);
     if (nelems)
         r = sym_route(dest, nelems, pe, &ddev, "dest", call);
     uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
@@ -281,13 +295,7 @@ USHMEMI_API void shmemx_putmem_signal_on_stream(void *dest, const void *source, 
     } else if (nelems) {
         ushmemi_stream_copy(r, ddev, source, sdev, nelems, s, call);
     }
-    if (!rsig)
-        ushmemi_stream_proxy_req(s, USHMEMI_REQ_AMO, 0,
-                                 (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) |
-                                     8u << 8,
-                                 pe, sig_addr, (const void *)(uintptr_t)signal, 0, NULL, 0, call);
-    else
-        stream_signal(rsig, sigdev, signal, sig_op, s, call);
+    stream_signal(sig_addr, rsig, sigdev, signal, sig_op, pe, s, call);
 }
 
 /* The signal alone: release semantics in stream order (the stream's earlier
@@ -297,24 +305,14 @@ USHMEMI_API void shmemx_signal_op_on_stream(uint64_t *sig_addr, uint64_t signal,
 {
     static const char call[] = "shmemx_signal_op_on_stream";
     int sigdev;
-    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
-        ushmemi_fatal(call, "unknown signal operator %d", sig_op);
-    if ((uintptr_t)sig_addr % 8)
-        ushmemi_fatal(call, "sig_addr %p is not 8-byte aligned", (void *)sig_addr);
+    signal_check(sig_addr, sig_op, call);
     uint64_t *rsig = (uint64_t *)sym_route(sig_addr, 8, pe, &sigdev, "sig_addr", call);
     if (!stream && !sigdev) { /* host memory, now: the host API (any route, MPI included) */
         ushmemi_signal_op(SHMEM_CTX_DEFAULT, sig_addr, signal, sig_op, pe, call);
         return;
     }
     ushmemi_stream_need_cuda(call);
-    CUstream s = (CUstream)stream;
-    if (!rsig) /* another host: after the stream's earlier requests to pe (the proxy's order) */
-        ushmemi_stream_proxy_req(s, USHMEMI_REQ_AMO, 0,
-                                 (sig_op == SHMEM_SIGNAL_ADD ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET) |
-                                     8u << 8,
-                                 pe, sig_addr, (const void *)(uintptr_t)signal, 0, NULL, 0, call);
-    else
-        stream_signal(rsig, sigdev, signal, sig_op, s, call);
+    stream_signal(sig_addr, rsig, sigdev, signal, sig_op, pe, (CUstream)stream, call);
 }
 
 /* ---- waits ---- */

@@ -304,30 +304,42 @@ static int coll_fast(shmem_team_t team, int kind, void *dest, const void *source
     return alg != ALG_COPY;
 }
 
-USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
-                                             size_t nelems, shmemx_stream_t stream)
+/* alltoall (block j of the source goes to member j) and fcollect (the whole
+ * source to every member): this PE's block lands at dest + me * nelems on
+ * every member. */
+static int push_on_stream(shmem_team_t team, int kind, void *dest, const void *source,
+                          size_t nelems, shmemx_stream_t stream, const char *call)
 {
-    static const char call[] = "shmemx_alltoallmem_on_stream";
+    const int a2a = kind == USHMEMI_KCOLL_ALLTOALL;
     int ddev, sdev;
     if (!ushmemi_team_check(team, call))
         return -1;
     size_t total = mul((size_t)team->size, nelems, call);
-    int h = coll_host_path(team, dest, total, source, total, stream, &ddev, &sdev, call);
+    int h =
+        coll_host_path(team, dest, total, source, a2a ? total : nelems, stream, &ddev, &sdev, call);
     if (h)
-        return h < 0 ? -1 : ushmemi_alltoall(team, dest, source, nelems, call);
+        return h < 0 ? -1
+               : a2a ? ushmemi_alltoall(team, dest, source, nelems, call)
+                     : ushmemi_fcollect(team, dest, source, nelems, call);
     CUstream s = (CUstream)stream;
     int n = team->size, me = team->my_pe;
-    if (coll_fast(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, 0, total, ddev && sdev, s,
-                  call))
+    if (coll_fast(team, kind, dest, source, nelems, 0, total, ddev && sdev, s, call))
         return 0;
     ushmemi_cuda_stream_sync(team, s, call);
     for (int k = 0; k < n && nelems; k++) {
         int j = (me + k) % n; /* spread the traffic: everyone starts with a different peer */
         member_put((char *)dest + (size_t)me * nelems, team, j,
-                   (const char *)source + (size_t)j * nelems, sdev, nelems, s, call);
+                   (const char *)source + (a2a ? (size_t)j * nelems : 0), sdev, nelems, s, call);
     }
     coll_end(team, s, call);
     return 0;
+}
+
+USHMEMI_API int shmemx_alltoallmem_on_stream(shmem_team_t team, void *dest, const void *source,
+                                             size_t nelems, shmemx_stream_t stream)
+{
+    return push_on_stream(team, USHMEMI_KCOLL_ALLTOALL, dest, source, nelems, stream,
+                          "shmemx_alltoallmem_on_stream");
 }
 
 USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, const void *source,
@@ -357,26 +369,8 @@ USHMEMI_API int shmemx_broadcastmem_on_stream(shmem_team_t team, void *dest, con
 USHMEMI_API int shmemx_fcollectmem_on_stream(shmem_team_t team, void *dest, const void *source,
                                              size_t nelems, shmemx_stream_t stream)
 {
-    static const char call[] = "shmemx_fcollectmem_on_stream";
-    int ddev, sdev;
-    if (!ushmemi_team_check(team, call))
-        return -1;
-    size_t total = mul((size_t)team->size, nelems, call);
-    int h = coll_host_path(team, dest, total, source, nelems, stream, &ddev, &sdev, call);
-    if (h)
-        return h < 0 ? -1 : ushmemi_fcollect(team, dest, source, nelems, call);
-    CUstream s = (CUstream)stream;
-    int n = team->size, me = team->my_pe;
-    if (coll_fast(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, 0, total, ddev && sdev, s,
-                  call))
-        return 0;
-    ushmemi_cuda_stream_sync(team, s, call);
-    for (int k = 0; k < n && nelems; k++) {
-        int j = (me + k) % n;
-        member_put((char *)dest + (size_t)me * nelems, team, j, source, sdev, nelems, s, call);
-    }
-    coll_end(team, s, call);
-    return 0;
+    return push_on_stream(team, USHMEMI_KCOLL_FCOLLECT, dest, source, nelems, stream,
+                          "shmemx_fcollectmem_on_stream");
 }
 
 /* ---- reductions ---- */
