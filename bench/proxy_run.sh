@@ -10,7 +10,7 @@ B=${1:?usage: proxy_run.sh BUILD [OUTDIR] [MAX_BYTES]}
 O=${2:-/tmp/ushmem-proxy-bench}
 MAX=${3:-268435456}
 mkdir -p "$O"
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n 2"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -n 2"
 export SHMEM_SYMMETRIC_SIZE=${SHMEM_SYMMETRIC_SIZE:-1G} USHMEM_DEVICE_HEAP_SIZE=${USHMEM_DEVICE_HEAP_SIZE:-1G}
 extra=""
 [ -z "${USHMEM_DEVICE:-}" ] && extra="USHMEM_PROXY_HOST=1"

@@ -65,7 +65,7 @@ case $launcher in
     export OMPI_MCA_btl_vader_single_copy_mechanism=none
     export PY_COLORS=${PY_COLORS:-0}  # mpirun gives the ranks a pty: no escape codes in logs
     exec timeout -k $kill_after "$timeout_s" \
-      mpirun --allow-run-as-root --oversubscribe --tag-output -n "$npes" \
+      mpirun --allow-run-as-root --oversubscribe --bind-to none --tag-output -n "$npes" \
         -x PYTHONPATH -x USHMEM_PYTHON_EXT_DIR -x SHMEM_SYMMETRIC_SIZE -x USHMEM_STATIC_DATA \
         -x OMP_NUM_THREADS -x PYTHONDONTWRITEBYTECODE -x USHMEM_TEST_LAUNCHER -x USHMEM_TEST_NPES \
         -x PY_COLORS \

@@ -8,12 +8,15 @@
 //   pingpong     putmem_signal 8 B there and back, device waits, us per round trip
 //   put_bw       putmem_nbi_block (1 CTA) of n bytes, then quiet, GB/s
 // Device waits need MPS (or one PE per GPU): without, pingpong is skipped.
+// usage: bench_dev_proxy [MAX_BYTES [ROWS]]   ROWS: some of p_quiet,fetch_add,
+// put_bw,pingpong (default all; one row alone gives a clean USHMEM_PROXY_TRACE).
 #include <cuda_runtime.h>
 #include <shmem.h>
 #include <shmemx.h>
 #include <shmemx_device.cuh>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CK(x)                                                                                      \
     do {                                                                                           \
@@ -92,6 +95,8 @@ static unsigned long long run_ns(unsigned long long *dns)
 int main(int argc, char **argv)
 {
     size_t maxn = argc > 1 ? strtoull(argv[1], NULL, 0) : (size_t)64 << 20;
+    const char *rows = argc > 2 ? argv[2] : "p_quiet,fetch_add,put_bw,pingpong";
+#define ROW(name) (strstr(rows, name) != NULL)
     shmem_init();
     int me = shmem_my_pe();
     if (shmem_n_pes() != 2) {
@@ -117,15 +122,19 @@ int main(int argc, char **argv)
     shmem_barrier_all();
     if (me == 0) {
         int it = 2000;
-        k_p_quiet<<<1, 1>>>(d, x, 20, dns); /* warm-up */
-        run_ns(dns);
-        k_p_quiet<<<1, 1>>>(d, x, it, dns);
-        printf("%s\tp_quiet\t8\t%.2f\n", where, run_ns(dns) / 1e3 / it);
-        k_fadd<<<1, 1>>>(d, ctr, 20, dns);
-        run_ns(dns);
-        k_fadd<<<1, 1>>>(d, ctr, it, dns);
-        printf("%s\tfetch_add\t8\t%.2f\n", where, run_ns(dns) / 1e3 / it);
-        for (size_t n = 8; n <= maxn; n *= 8) {
+        if (ROW("p_quiet")) {
+            k_p_quiet<<<1, 1>>>(d, x, 20, dns); /* warm-up */
+            run_ns(dns);
+            k_p_quiet<<<1, 1>>>(d, x, it, dns);
+            printf("%s\tp_quiet\t8\t%.2f\n", where, run_ns(dns) / 1e3 / it);
+        }
+        if (ROW("fetch_add")) {
+            k_fadd<<<1, 1>>>(d, ctr, 20, dns);
+            run_ns(dns);
+            k_fadd<<<1, 1>>>(d, ctr, it, dns);
+            printf("%s\tfetch_add\t8\t%.2f\n", where, run_ns(dns) / 1e3 / it);
+        }
+        for (size_t n = 8; ROW("put_bw") && n <= maxn; n *= 8) {
             int iters = n <= 65536 ? 200 : n <= ((size_t)4 << 20) ? 20 : 4;
             k_put_bw<<<1, 512>>>(d, dst, src, n, 2, dns);
             run_ns(dns);
@@ -136,7 +145,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     shmem_barrier_all();
-    if (shmemx_dev_why() == NULL) {
+    if (!ROW("pingpong")) {
+    } else if (shmemx_dev_why() == NULL) {
         int it = 1000;
         k_pingpong<<<1, 1>>>(d, x, x + 1, sig, it, me, dns);
         unsigned long long ns = run_ns(dns);

@@ -13,7 +13,7 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M USHMEM_TEST_QUICK=1 \
   USHMEM_TEST_LITMUS_ROUNDS=2000 USHMEM_TEST_BARRIER_EPOCHS=200 USHMEM_DEVICE_WAIT_TIMEOUT=${WAITT:-40} \
   USHMEM_HANG_STACKS=1
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader"
 L=${LIMIT:-60}
 stacks() { # $1: program name; $2: log
   local p tk

@@ -11,7 +11,7 @@ t0=$SECONDS
 cmake --build "$B" -j16 -- -k >>"$O/build.log" 2>&1 || { grep -E "error" "$O/build.log" | head; }
 echo "built in $((SECONDS - t0)) s"
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M USHMEM_TEST_QUICK=1 USHMEM_TEST_LITMUS_ROUNDS=2000 USHMEM_TEST_BARRIER_EPOCHS=200 USHMEM_DEVICE_WAIT_TIMEOUT=30
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader"
 trap mps_quit EXIT
 mps_start g2 || exit 1
 IFS=, read -ra specs <<<"${SPECS:-2 dev_rma,2 cuda_heap,2 cuda_stream,4 cuda_coll_stream}"

@@ -21,7 +21,7 @@ cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$O/build.log" 2>&1 
   cmake --build "$B" -j"$(nproc)" -- -k >>"$O/build.log" 2>&1 || grep -E "error|Error" "$O/build.log" | head -20
 echo "built in $((SECONDS - t0)) s"
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=512M SHMEM_SYMMETRIC_SIZE=64M
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader"
 if has single; then
   (cd "$B" && timeout 240 ctest -R '^cuda/' -E 'kernel' --output-on-failure --timeout 150) >"$O/ctest_cuda.log" 2>&1
   echo "== single-host CUDA tests (ushrun)"; grep -E "tests passed|\*\*\*Failed|Timeout" "$O/ctest_cuda.log"

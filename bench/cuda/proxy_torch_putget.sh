@@ -14,7 +14,7 @@ B=${USHMEM_GPU_BUILD:-$root/build-pygpu}
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 export USHMEM_FAKE_HOSTS=2 USHMEM_DEVICE_HEAP_SIZE=256M PYTHONPATH=$root/python \
   USHMEM_PYTHON_EXT_DIR=$B/python/ushmem
-MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 echo "== plain"
 timeout 60 $MPIRUN -n 2 "$PY" bench/cuda/proxy_torch_putget.py 2>&1 | grep -v "^\[vm" | tail -12
 echo "== compute-sanitizer memcheck"

@@ -110,8 +110,11 @@ typedef enum {
     X(proxy_idle_us, INT, "50", "USHMEM_PROXY_IDLE_US",                                            \
       "Staged proxy: longest sleep (us) of an idle proxy thread between polls (0: spin)")          \
     X(proxy_spin_us, INT, "2000", "USHMEM_PROXY_SPIN_US",                                          \
-      "Staged proxy: for this long (us) after its last work an idle proxy thread naps at most 4 "  \
-      "us")                                                                                        \
+      "Staged proxy: for this long (us) after its last work a proxy thread keeps polling (with "   \
+      "short pauses where the host has 3 CPUs per PE, else naps of at most 4 us)")                 \
+    X(proxy_trace, BOOL, "0", "USHMEM_PROXY_TRACE",                                                \
+      "Debugging: time each step of the proxy's requests (other hosts) and print each PE's "       \
+      "means at finalize")                                                                         \
     X(hang_stacks, BOOL, "0", "USHMEM_HANG_STACKS",                                                \
       "Debugging: the hang report (ushrun --timeout, SIGUSR1 to ushrun) also prints every "        \
       "thread's call stack")

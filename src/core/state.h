@@ -67,6 +67,7 @@ typedef struct {
     int local_rank, local_size;
     unsigned char *is_local; /* [n_pes]: PE runs on this host */
     int wait_oversub;        /* more PEs of this job on the host than CPUs: yield at once */
+    int proxy_awake;         /* CPUs enough for the proxy's threads to stay awake between polls */
     int64_t wait_spin_ns;    /* a wait spins (or yields) this long, then sleeps */
     int64_t wait_sleep_max_ns;
     int thread_level;

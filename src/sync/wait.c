@@ -104,6 +104,9 @@ void ushmemi_wait_setup(int local_pes)
                           "USHMEM_WAIT_POLICY=%s is not auto, spin or yield; using auto", pol);
         ushmemi_g.wait_oversub = local_pes > ncpu;
     }
+    /* The application's thread, the proxy's receiver and its request
+     * thread per PE (src/transport/proxy/idle.h). */
+    ushmemi_g.proxy_awake = !ushmemi_g.wait_oversub && local_pes * 3 <= ncpu;
     long spin = ushmemi_env.wait_spin_us < 0 ? 0 : ushmemi_env.wait_spin_us;
     long smax = ushmemi_env.wait_sleep_max_us < 1 ? 1 : ushmemi_env.wait_sleep_max_us;
     ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;

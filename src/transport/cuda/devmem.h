@@ -65,7 +65,8 @@ void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const cha
 /* ---- the proxy's hands (src/transport/proxy) ----
  * On the proxy's own non-blocking stream (never behind the application's
  * kernels). copy: 1 when either side is device memory (done), else 0. amo:
- * a set is a stream memory operation, the rest the one-thread AMO kernel. */
+ * the one-thread AMO kernel, waited for; signal_async: a signal set (from
+ * page-locked *value) or add, enqueued only (done by the next proxy_sync). */
 int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call);
 /* The same copy whatever the kinds (the driver tells them apart). */
 void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call);
@@ -73,6 +74,8 @@ void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const c
 void ushmemi_cuda_proxy_sync(const char *call);
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call);
+void ushmemi_cuda_proxy_signal_async(uint64_t *remote, const uint64_t *value, int add,
+                                     const char *call);
 /* Page-locked host memory mapped into the device (kernels reach it at *dev);
  * free with ushmemi_cuda_host_free. NULL when CUDA is off or it fails. */
 void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev);

@@ -232,11 +232,12 @@ void ushmemi_cuda_proxy_sync(const char *call)
  * for that very word: a stream barrier with members on other hosts waits
  * for the set the proxy carries in (pretend hosts, with and without MPS,
  * whatever CUDA_DEVICE_MAX_CONNECTIONS; found with USHMEM_HANG_STACKS). */
+enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
+
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call)
 {
     ushmemi_cuda_t *u = &ushmemi_cuda;
-    enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
     if (size != 4 && size != 8)
         ushmemi_fatal(call, "unsupported AMO size %zu", size);
     ushmemi_cuda_ctx();
@@ -247,4 +248,29 @@ uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, 
     uint64_t old = ushmemi_cuda_amo_result(OUT, size);
     pthread_mutex_unlock(&u->proxy_lock);
     return old;
+}
+
+/* A signal from another host, enqueued only, behind the copies before it
+ * (done by the next proxy_sync): a set is an 8-byte copy from *value, which
+ * must be page-locked and stay put until then (a copy needs no kernel, so it
+ * waits for no compute work); an add is the signal-add kernel. */
+void ushmemi_cuda_proxy_signal_async(uint64_t *remote, const uint64_t *value, int add,
+                                     const char *call)
+{
+    ushmemi_cuda_t *u = &ushmemi_cuda;
+    ushmemi_cuda_ctx();
+    pthread_mutex_lock(&u->proxy_lock);
+    note(add ? "signal add" : "signal set", 0, (uintptr_t)remote, (uintptr_t)value, 8);
+    if (add) {
+        CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
+        unsigned long long v = *value;
+        void *params[] = {&remote, &v};
+        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, u->proxy_stream, params, NULL),
+                 call);
+    } else {
+        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)remote,
+                                          (CUdeviceptr)(uintptr_t)value, 8, u->proxy_stream),
+                 call);
+    }
+    pthread_mutex_unlock(&u->proxy_lock);
 }

@@ -40,6 +40,7 @@ static const ushmemi_mpi_core_t core_table = {
     .bounce_free = ushmemi_proxy_bounce_free,
     .is_device = ushmemi_proxy_is_device,
     .local_put = ushmemi_proxy_local_put,
+    .local_signal = ushmemi_proxy_local_signal,
     .local_sync = ushmemi_proxy_local_sync,
     .activity = ushmemi_activity,
 };

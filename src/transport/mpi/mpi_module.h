@@ -16,7 +16,7 @@
 #include "core/state.h"
 #include "transport/transport.h"
 
-#define USHMEMI_MPI_ABI       5u
+#define USHMEMI_MPI_ABI       6u
 #define USHMEMI_MPI_ENTRY     "ushmem_mpi_module_v4"
 #define USHMEMI_MPI_FILE_NAME "libushmem_mpi.so"
 
@@ -47,6 +47,10 @@ typedef struct {
      * in order with its AMOs), so src must stay put until local_sync;
      * 0 when done (host memory). */
     int (*local_put)(void *sym, const void *src, size_t n, const char *call);
+    /* The signal of a put with signal (set, or add when add), after that
+     * put's bytes: 1 when only enqueued behind them (the device heap; then
+     * *value, page-locked, stays put until local_sync), 0 when done. */
+    int (*local_signal)(void *sym, const uint64_t *value, int add, const char *call);
     void (*local_sync)(const char *call);
     void (*activity)(int slot, const char *what, int pe); /* for the hang report */
 } ushmemi_mpi_core_t;

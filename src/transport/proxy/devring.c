@@ -29,6 +29,7 @@
 #include "transport/proxy/devring.h"
 #include "transport/proxy/idle.h"
 #include "transport/proxy/ring.h"
+#include "transport/proxy/trace.h"
 #include "transport/transport.h"
 
 #define CALL     "device API (proxy)"
@@ -40,6 +41,7 @@
  * the value, and the transport's handle (amo_start / amo_test). */
 typedef struct {
     uint64_t ticket;
+    long long t0; /* USHMEM_PROXY_TRACE: when it was started */
     int wait;
     const ushmemi_transport_ops_t *t;
     void *handle;
@@ -61,6 +63,8 @@ static struct {
     _Atomic int run;
     inflight_t inflight[INFLIGHT];
     int ninflight;
+    ushmemi_trace_t trace;
+    long long answered; /* USHMEM_PROXY_TRACE: when the last answer went to a kernel */
 } R;
 
 static const char *op_name(unsigned op)
@@ -160,6 +164,8 @@ static void inflight_progress(void)
             continue;
         }
         ushmemi_ring_complete(&R.c, f->ticket, f->wait, v);
+        ushmemi_trace_add(&R.trace, 3, "atomic: sent until answered", f->t0);
+        R.answered = ushmemi_trace_now(&R.trace);
         *f = R.inflight[--R.ninflight];
     }
 }
@@ -188,6 +194,7 @@ static int carry_out(const ushmemi_ring_desc_t *q, uint64_t *result)
         rc = ushmemi_proxy_tl ? ushmemi_proxy_tl->quiet() : 0;
         if (!rc)
             __atomic_store_n(R.quiet_upto, q->seq, __ATOMIC_RELEASE); /* ticket + 1 */
+        R.answered = ushmemi_trace_now(&R.trace);
         goto done;
     }
     if (pe < 0 || pe >= ushmemi_g.n_pes)
@@ -228,8 +235,8 @@ static int carry_out(const ushmemi_ring_desc_t *q, uint64_t *result)
                 inflight_progress();
             rc = t->amo_start(&a, &handle);
             if (!rc && handle) {
-                R.inflight[R.ninflight++] =
-                    (inflight_t){q->seq - 1, (w0 & USHMEMI_REQ_WAIT) != 0, t, handle};
+                R.inflight[R.ninflight++] = (inflight_t){q->seq - 1, ushmemi_trace_now(&R.trace),
+                                                         (w0 & USHMEMI_REQ_WAIT) != 0, t, handle};
                 return 0;
             }
         } else {
@@ -264,6 +271,19 @@ done:
     return 1;
 }
 
+/* USHMEM_PROXY_TRACE: how long carry_out took, by kind of request. */
+static void trace_step(unsigned op, long long t0)
+{
+    if (op == USHMEMI_REQ_QUIET)
+        ushmemi_trace_add(&R.trace, 2, "quiet: carried out", t0);
+    else if (op == USHMEMI_REQ_PUT_INLINE)
+        ushmemi_trace_add(&R.trace, 1, "small put: handed to MPI", t0);
+    else if (op == USHMEMI_REQ_AMO)
+        ushmemi_trace_add(&R.trace, 4, "atomic: sent", t0);
+    else
+        ushmemi_trace_add(&R.trace, 5, "other requests: carried out", t0);
+}
+
 /* Spins while busy; when nothing came for a while, naps, doubling up to
  * USHMEM_PROXY_IDLE_US, so idle PEs leave the CPU to the application. */
 static void *consumer_main(void *arg)
@@ -271,7 +291,8 @@ static void *consumer_main(void *arg)
     (void)arg;
     ushmemi_proxy_idle_t wait;
     ushmemi_proxy_idle_init(&wait, ushmemi_env.proxy_idle_us * 1000L,
-                            ushmemi_env.proxy_spin_us * 1000L);
+                            ushmemi_env.proxy_spin_us * 1000L,
+                            ushmemi_g.proxy_awake ? 0L : -1L); /* polls memory */
     if (R.host && wait.max_ns) /* testing: keep idle PEs' CPU for the rest of the job */
         wait.max_ns = 999999, wait.spin_ns = 100000;
     ushmemi_ring_desc_t q;
@@ -279,9 +300,11 @@ static void *consumer_main(void *arg)
         if (R.ninflight)
             inflight_progress();
         if (!ushmemi_ring_poll(&R.c, &q)) {
-            if (R.ninflight)
-                ushmemi_proxy_busy(&wait); /* answers are coming: keep polling */
-            else
+            if (R.ninflight) { /* answers are coming: keep polling, MPI_Test with pauses */
+                ushmemi_proxy_busy(&wait);
+                if (ushmemi_g.proxy_awake)
+                    ushmemi_proxy_pause(300);
+            } else
                 ushmemi_proxy_idle(&wait);
             continue;
         }
@@ -289,8 +312,16 @@ static void *consumer_main(void *arg)
         ushmemi_activity(USHMEMI_ACT_DEVRING, op_name((unsigned)(q.w[0] & 0x7f)),
                          (int)(uint32_t)(q.w[0] >> 32));
         uint64_t v = 0;
-        if (carry_out(&q, &v))
+        unsigned op = (unsigned)(q.w[0] & 0x7f);
+        long long t0 = ushmemi_trace_now(&R.trace);
+        ushmemi_trace_add(&R.trace, 0, "request seen, after the last answer", R.answered);
+        R.answered = 0;
+        if (carry_out(&q, &v)) {
             ushmemi_ring_complete(&R.c, q.seq - 1, (q.w[0] & USHMEMI_REQ_WAIT) != 0, v);
+            if (q.w[0] & USHMEMI_REQ_WAIT)
+                R.answered = ushmemi_trace_now(&R.trace);
+        }
+        trace_step(op, t0);
         ushmemi_activity(USHMEMI_ACT_DEVRING, NULL, 0);
     }
     /* Stopping: the ring is shut (waiting kernels trap); AMOs still in
@@ -334,6 +365,7 @@ int ushmemi_devring_start(const char *call)
         return rc;
     }
     R.quiet_upto = (uint64_t *)((char *)R.mem + bytes);
+    R.trace = (ushmemi_trace_t){.on = ushmemi_env.proxy_trace, .who = "device requests"};
     *R.quiet_upto = 0;
     /* The kernels' view: host words at their device addresses. */
     const ushmemi_ring_t *h = &R.c.ring;
@@ -380,6 +412,7 @@ void ushmemi_devring_stop(void)
     ushmemi_ring_shutdown(&R.c);
     __atomic_store_n(&R.run, 0, __ATOMIC_RELEASE);
     pthread_join(R.thread, NULL);
+    ushmemi_trace_print(&R.trace, ushmemi_g.my_pe);
     if (!R.host)
         ushmemi_cuda_dev_ring_remove();
     release_mem();

@@ -27,14 +27,45 @@ void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *
 /* Puts from other hosts into the device heap are not waited for one by
  * one: the receiver answers quiets, gets and AMOs (all behind them on the
  * same stream) and reuses its receive buffers only after local_sync, so a
- * stream of puts pipelines with MPI and costs no synchronization each. */
+ * stream of puts pipelines with MPI and costs no synchronization each. A
+ * write into host memory waits for the enqueued ones first (pending), so
+ * one PE's requests still land in the order they came. */
+static _Atomic int pending;
+
+static void settle(const char *call)
+{
+    if (__atomic_load_n(&pending, __ATOMIC_RELAXED))
+        ushmemi_proxy_local_sync(call);
+}
+
 int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call)
 {
     if (n && ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
         ushmemi_cuda_proxy_copy_async(sym, src, n, call);
+        __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
         return 1;
     }
+    settle(call);
     ushmemi_proxy_local_copy(sym, src, n, call);
+    return 0;
+}
+
+/* The signal of a put with signal, behind its data, never waited for: on
+ * the device heap enqueued on the proxy's stream after the copy (returns 1;
+ * *value, page-locked, must stay put until local_sync); in host memory a
+ * CPU atomic once the copies are done (returns 0). */
+int ushmemi_proxy_local_signal(void *sym, const uint64_t *value, int add, const char *call)
+{
+    if ((uintptr_t)sym % 8)
+        ushmemi_fatal(call, "proxy: misaligned signal word %p", sym);
+    if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
+        ushmemi_cuda_proxy_signal_async((uint64_t *)sym, value, add, call);
+        __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
+        return 1;
+    }
+    settle(call);
+    (void)ushmemi_proxy_local_amo(add ? USHMEMI_AMO_ADD : USHMEMI_AMO_SET,
+                                  USHMEMI_DT(USHMEMI_KIND_UINT, 8), sym, *value, 0, call);
     return 0;
 }
 
@@ -42,6 +73,7 @@ void ushmemi_proxy_local_sync(const char *call)
 {
     if (ushmemi_g.cuda_active)
         ushmemi_cuda_proxy_sync(call);
+    __atomic_store_n(&pending, 0, __ATOMIC_RELAXED);
 }
 
 uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint64_t value,

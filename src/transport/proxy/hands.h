@@ -15,6 +15,7 @@ void *ushmemi_proxy_bounce_alloc(size_t n);
 void ushmemi_proxy_bounce_free(void *p);
 int ushmemi_proxy_is_device(const void *addr);
 int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call);
+int ushmemi_proxy_local_signal(void *sym, const uint64_t *value, int add, const char *call);
 void ushmemi_proxy_local_sync(const char *call);
 
 #endif

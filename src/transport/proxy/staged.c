@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #include "transport/mpi/mpi_priv.h"
 #include "sync/stacks.h"
 #include "transport/proxy/idle.h"
+#include "transport/proxy/trace.h"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h> /* Open MPI: MPIX_Query_cuda_support; after mpi.h */
 #endif
@@ -63,6 +65,7 @@ typedef struct {
     uint64_t off, len;    /* target offset in the segment, payload bytes */
     uint64_t value, cond; /* AMO operands; PUT_SIGNAL: the signal value */
     uint64_t sig_off;     /* PUT_SIGNAL */
+    int64_t sent_ns;      /* USHMEM_PROXY_TRACE: when the origin sent it */
 } hdr_t;
 
 #define CORE (*ushmemi_mpi_core)
@@ -86,7 +89,13 @@ static MPI_Request rreq[NRECV];
  * when nothing arrives. */
 static int order[NRECV], ohead, nposted;
 static int held[NRECV], nheld;
-static char *gbuf[2]; /* answers to gets, sent while the next part is copied */
+static char *gbuf[2];         /* answers to gets, sent while the next part is copied */
+static ushmemi_trace_t trace; /* the proxy thread's steps (USHMEM_PROXY_TRACE) */
+
+static void stamp(hdr_t *h)
+{
+    h->sent_ns = ushmemi_trace_now(&trace);
+}
 
 static int fail(const char *what, int rc)
 {
@@ -167,35 +176,46 @@ static int serve(const char *msg, int bytes, int from)
                                        "serving an atomic",
                                        "serving a quiet: waiting for earlier copies"};
     CORE.activity(USHMEMI_ACT_STAGED, what[h.op < 6 ? h.op : 0], from);
+    ushmemi_trace_add(&trace, 0, "message: sent until taken", h.sent_ns);
+    long long t0 = ushmemi_trace_now(&trace);
     uint64_t result = 0;
     switch (h.op) {
     case OP_PUT:
-    case OP_PUT_SIGNAL:
+    case OP_PUT_SIGNAL: {
         if ((uint64_t)bytes - sizeof h != h.len)
             die("put from PE %d: %llu bytes announced, %d arrived", from, (unsigned long long)h.len,
                 bytes - (int)sizeof h);
-        if (CORE.local_put(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL)) {
-            if (h.op == OP_PUT)
-                return 1;
-            CORE.local_sync(CALL); /* the signal, wherever it lives, after the data */
-        }
+        /* Enqueued behind the earlier copies, the signal behind its data;
+         * neither waited for: the buffer is held until the next sync. */
+        int kept = CORE.local_put(local_at(from, h.seg, h.off, h.len), payload, h.len, CALL);
+        ushmemi_trace_add(&trace, 1, "put: copy enqueued", t0);
         if (h.op == OP_PUT_SIGNAL) {
             CORE.activity(USHMEMI_ACT_STAGED, "serving a put with signal: the signal", from);
-            CORE.local_amo((ushmemi_amo_op_t)h.amo_op, USHMEMI_DT(USHMEMI_KIND_UINT, 8),
-                           local_at(from, h.sig_seg, h.sig_off, 8), h.value, 0, CALL);
+            /* the value from the received message: page-locked, held with it */
+            kept |=
+                CORE.local_signal(local_at(from, h.sig_seg, h.sig_off, 8),
+                                  (const uint64_t *)(const void *)(msg + offsetof(hdr_t, value)),
+                                  h.amo_op == USHMEMI_AMO_ADD, CALL);
+            ushmemi_trace_add(&trace, 2, "put with signal: data and signal enqueued", t0);
         }
+        return kept;
+    }
+    case OP_GET: /* its copies queue behind held puts */
+        serve_get(&h, from);
+        ushmemi_trace_add(&trace, 3, "get: answered", t0);
         return 0;
-    case OP_GET: serve_get(&h, from); return 0; /* its copies queue behind held puts */
     case OP_AMO:
         release_held(); /* fence: the word may live in host memory, off the copies' stream */
         result = CORE.local_amo((ushmemi_amo_op_t)h.amo_op, (int)h.dtype,
                                 local_at(from, h.seg, h.off, USHMEMI_DT_SIZE(h.dtype)), h.value,
                                 h.cond, CALL);
+        ushmemi_trace_add(&trace, 4, "atomic: executed", t0);
         MPI_Send(&result, 8, MPI_BYTE, from, (int)h.reply_tag, pcomm);
         return 0;
     case OP_QUIET: /* every earlier request of this PE is in memory */
         CORE.local_sync(CALL);
         MPI_Send(NULL, 0, MPI_BYTE, from, (int)h.reply_tag, pcomm);
+        ushmemi_trace_add(&trace, 5, "quiet: synchronized and answered", t0);
         return 0;
     default: die("unknown request %u from PE %d", h.op, from);
     }
@@ -215,7 +235,9 @@ static void release_held(void)
     if (!nheld)
         return;
     CORE.activity(USHMEMI_ACT_STAGED, "waiting for its copies into the device heap", -1);
+    long long t0 = ushmemi_trace_now(&trace);
     CORE.local_sync(CALL);
+    ushmemi_trace_add(&trace, 6, "held copies: synchronized", t0);
     for (int k = 0; k < nheld; k++)
         if (post(held[k]) != MPI_SUCCESS)
             die("reposting a receive failed");
@@ -228,7 +250,8 @@ static void *proxy_main(void *arg)
 {
     (void)arg;
     ushmemi_proxy_idle_t wait;
-    ushmemi_proxy_idle_init(&wait, ENV.proxy_idle_us * 1000L, ENV.proxy_spin_us * 1000L);
+    ushmemi_proxy_idle_init(&wait, ENV.proxy_idle_us * 1000L, ENV.proxy_spin_us * 1000L,
+                            G.proxy_awake ? 1000L : -1L); /* MPI_Test: a pause between */
     while (atomic_load_explicit(&thread_run, memory_order_acquire)) {
         int flag = 0, bytes = 0, next = order[ohead];
         MPI_Status st;
@@ -277,21 +300,27 @@ static int new_tag(void)
 /* One request: the header and c payload bytes in one message. A payload in
  * device memory is staged through host memory first; a large host payload
  * goes without a copy, as one derived datatype over both pieces. */
-static int send_req(const hdr_t *h, const char *payload, size_t c, int pe)
+static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
 {
     int rc;
-    if (c <= INLINE_MAX || CORE.is_device(payload)) {
+    int dev = CORE.is_device(payload); /* once: each asks the driver */
+    if (c <= INLINE_MAX || dev) {
         size_t total = sizeof *h + c;
         char small[sizeof(hdr_t) + INLINE_MAX];
         char *buf = total <= sizeof small ? small : malloc(total);
         if (!buf)
             return USHMEM_ENOMEM;
         memcpy(buf, h, sizeof *h);
-        CORE.local_copy(buf + sizeof *h, payload, c, CALL);
+        stamp((hdr_t *)(void *)buf);
+        if (dev)
+            CORE.local_copy(buf + sizeof *h, payload, c, CALL);
+        else
+            memcpy(buf + sizeof *h, payload, c);
         rc = MPI_Send(buf, (int)total, MPI_BYTE, pe, TAG_REQ, pcomm);
         if (buf != small)
             free(buf);
     } else {
+        stamp(h);
         int lens[2] = {(int)sizeof *h, (int)c};
         MPI_Aint disp[2];
         MPI_Datatype types[2] = {MPI_BYTE, MPI_BYTE}, t;
@@ -381,6 +410,7 @@ static int t_get(void *dest, const void *remote, size_t n, int pe, int nbi)
         rc = MPI_Irecv((char *)dest + i * CHUNK, (int)c, MPI_BYTE, pe, (int)h.reply_tag, pcomm,
                        &req[i]);
     }
+    stamp(&h);
     if (rc == MPI_SUCCESS)
         rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
     if (rc == MPI_SUCCESS && !dev)
@@ -430,6 +460,7 @@ static int t_amo_start(ushmemi_amo_desc_t *d, void **handle)
     h.value = d->value;
     h.cond = d->cond;
     h.reply_tag = (uint32_t)new_tag();
+    stamp(&h);
     int rc = MPI_Irecv(&a->result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &a->req);
     if (rc == MPI_SUCCESS && (rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, d->pe, TAG_REQ, pcomm))) {
         MPI_Cancel(&a->req);
@@ -504,6 +535,7 @@ static int quiet_locked(void)
         rc = MPI_Irecv(NULL, 0, MPI_BYTE, pe, (int)h.reply_tag, pcomm, &req[nreq]);
         if (rc == MPI_SUCCESS) {
             nreq++;
+            stamp(&h);
             rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
         }
     }
@@ -555,6 +587,7 @@ static void t_detach(void)
         pthread_join(thread, NULL);
         thread_started = 0;
     }
+    ushmemi_trace_print(&trace, G.my_pe);
     for (int i = 0; i < NRECV; i++) {
         CORE.bounce_free(rbuf[i]);
         rbuf[i] = NULL;
@@ -599,6 +632,7 @@ static int t_attach(void)
     for (int i = 0; i < 2 && !rc; i++)
         rc = (gbuf[i] = CORE.bounce_alloc(CHUNK)) ? 0 : USHMEM_ENOMEM;
     ohead = nposted = nheld = 0;
+    trace = (ushmemi_trace_t){.on = ENV.proxy_trace, .who = "proxy thread"};
     for (int i = 0; i < NRECV && !rc; i++)
         if ((rc = post(i)) != MPI_SUCCESS)
             rc = fail("posting the proxy's receives", rc);
