@@ -26,10 +26,20 @@ typedef CUresult (*get_proc_v2_t)(const char *sym, void **pfn, int ver, uint64_t
 
 /* See load(): unless the user chose, before main() runs. The Python package
  * sets CUDA's default (lazy) before it loads the extension, so there this
- * changes nothing. */
+ * changes nothing.
+ * Also the number of hardware work queues, unless the user chose: CUDA
+ * maps streams onto a few queues, and work queued behind a stream that
+ * waits on the GPU (cuStreamWaitValue64, a request kernel waiting for its
+ * answer) cannot start. Under MPS, with the variable unset, the proxy's
+ * copies and atomics (other hosts' writes, which such a wait needs) stalled
+ * behind the application's waits in 4 of 8 runs of tests/cuda/cuda_stream
+ * on the H200 (2 PEs, pretend hosts); with it set (4, 8 or 16) in none of
+ * 16. At 4 and 8 PEs under MPS stalls remain (the clients share one pool of
+ * queues; docs/mpi.md). 8 is CUDA's default without MPS. */
 static void eager_loading(void)
 {
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);
 }
 
 __attribute__((constructor)) static void eager_loading_at_load(void)
