@@ -834,6 +834,14 @@ void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, si
     CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
 }
 
+void ushmemi_cuda_sigadd_launch(CUstream s, uint64_t *remote, uint64_t value, const char *call)
+{
+    CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
+    unsigned long long v = value;
+    void *params[] = {&remote, &v};
+    CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
+}
+
 uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size)
 {
     uint64_t old = __atomic_load_n(&ushmemi_cuda.scratch[out_off / 8], __ATOMIC_ACQUIRE);

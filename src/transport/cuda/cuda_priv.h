@@ -101,6 +101,9 @@ CUfunction ushmemi_cuda_fixed(int k, const char *call);
 void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
                              void *remote, uint64_t value, uint64_t cond, const char *call);
 uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size);
+/* Signal ADD in stream order (the signal-add kernel): the data copied
+ * earlier in s is visible before the signal. */
+void ushmemi_cuda_sigadd_launch(CUstream s, uint64_t *remote, uint64_t value, const char *call);
 /* Notes a stream operation for the proxy's stall report (proxy_stream.c). */
 void ushmemi_cuda_trace(CUstream s, const char *what, int pe, uint64_t value);
 

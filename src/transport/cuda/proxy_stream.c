@@ -232,12 +232,11 @@ void ushmemi_cuda_proxy_sync(const char *call)
  * for that very word: a stream barrier with members on other hosts waits
  * for the set the proxy carries in (pretend hosts, with and without MPS,
  * whatever CUDA_DEVICE_MAX_CONNECTIONS; found with USHMEM_HANG_STACKS). */
-enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
-
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call)
 {
     ushmemi_cuda_t *u = &ushmemi_cuda;
+    enum { OUT = 1024 }; /* scratch byte offset of the result (the internal stream uses 0) */
     if (size != 4 && size != 8)
         ushmemi_fatal(call, "unsupported AMO size %zu", size);
     ushmemi_cuda_ctx();
@@ -262,11 +261,7 @@ void ushmemi_cuda_proxy_signal_async(uint64_t *remote, const uint64_t *value, in
     pthread_mutex_lock(&u->proxy_lock);
     note(add ? "signal add" : "signal set", 0, (uintptr_t)remote, (uintptr_t)value, 8);
     if (add) {
-        CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
-        unsigned long long v = *value;
-        void *params[] = {&remote, &v};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, u->proxy_stream, params, NULL),
-                 call);
+        ushmemi_cuda_sigadd_launch(u->proxy_stream, remote, *value, call);
     } else {
         CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)remote,
                                           (CUdeviceptr)(uintptr_t)value, 8, u->proxy_stream),

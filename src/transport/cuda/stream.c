@@ -254,10 +254,7 @@ static void stream_signal(uint64_t *sig_addr, uint64_t *rsig, int sdev, uint64_t
                                                  CU_STREAM_WRITE_VALUE_DEFAULT),
                  call);
     } else {
-        CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
-        unsigned long long v = value;
-        void *params[] = {&rsig, &v};
-        CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
+        ushmemi_cuda_sigadd_launch(s, rsig, value, call);
     }
 }
 

@@ -309,10 +309,9 @@ static void *consumer_main(void *arg)
             continue;
         }
         ushmemi_proxy_busy(&wait);
-        ushmemi_activity(USHMEMI_ACT_DEVRING, op_name((unsigned)(q.w[0] & 0x7f)),
-                         (int)(uint32_t)(q.w[0] >> 32));
-        uint64_t v = 0;
         unsigned op = (unsigned)(q.w[0] & 0x7f);
+        ushmemi_activity(USHMEMI_ACT_DEVRING, op_name(op), (int)(uint32_t)(q.w[0] >> 32));
+        uint64_t v = 0;
         long long t0 = ushmemi_trace_now(&R.trace);
         ushmemi_trace_add(&R.trace, 0, "request seen, after the last answer", R.answered);
         R.answered = 0;
