@@ -112,6 +112,10 @@ typedef enum {
     X(proxy_spin_us, INT, "2000", "USHMEM_PROXY_SPIN_US",                                          \
       "Staged proxy: for this long (us) after its last work a proxy thread keeps polling (with "   \
       "short pauses where the host has 3 CPUs per PE, else naps of at most 4 us)")                 \
+    X(proxy_context, STR, "own", "USHMEM_PROXY_CONTEXT",                                           \
+      "Where the proxy writes other hosts' puts, signals and atomics into this PE's device heap: " \
+      "own (a CUDA context of its own, never held up by the application's stream waits), "         \
+      "primary (the application's context)")                                                       \
     X(proxy_trace, BOOL, "0", "USHMEM_PROXY_TRACE",                                                \
       "Debugging: time each step of the proxy's requests (other hosts) and print each PE's "       \
       "means at finalize")                                                                         \

@@ -11,6 +11,7 @@
 #include "transport/cuda/devmem.h"
 #include "transport/mpi/mpi.h"
 #include "transport/proxy/devring.h"
+#include "transport/proxy/hands.h"
 #include "transport/transport.h"
 
 static const ushmemi_transport_ops_t *const all_transports[] = {
@@ -83,6 +84,10 @@ static int proxy_attach(const char *call)
     int unmapped_dev = 0;
     for (int pe = 0; pe < n; pe++)
         unmapped_dev |= peer_dev[pe] != NULL;
+    /* Other hosts' writes into this heap: their CUDA context (if it is to be
+     * one of their own) made now, not at the first (~0.2 s on the H200). */
+    if (unmapped_dev && ushmemi_g.cuda_active)
+        ushmemi_proxy_hands_prepare(call);
     /* Testing without a GPU: the same ring in host memory (USHMEM_PROXY_HOST). */
     int host_ring = !ushmemi_g.cuda_active && ushmemi_env.proxy_host;
     if (((unmapped_dev && ushmemi_g.cuda_active) || host_ring) &&

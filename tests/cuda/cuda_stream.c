@@ -225,12 +225,18 @@ int main(void)
     for (int r = 1; r < 64; r++) {
         for (int pe = 0; pe < np; pe++)
             shmemx_putmem_on_stream(&slots[me], &vals[r], 8, pe, s);
-        if (r % 3 == 0)
+        /* A sync does not complete earlier puts (OpenSHMEM 1.5, 9.9.3):
+         * with members on other hosts a put may still be on its way when
+         * the sync's signals, through other PEs, arrive. The sync rounds
+         * quiet first. */
+        if (r % 3 == 0) {
             shmemx_barrier_all_on_stream(s);
-        else if (r % 3 == 1)
+        } else if (r % 3 == 1) {
+            shmemx_quiet_on_stream(s);
             shmemx_sync_all_on_stream(s);
-        else
+        } else {
             shmemx_barrier_on_stream(SHMEM_TEAM_WORLD, s);
+        }
         TCU(tcu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)seen, (CUdeviceptr)(uintptr_t)slots,
                               (size_t)np * 8, s));
         TCU(tcu.cuStreamSynchronize(s));
@@ -251,10 +257,12 @@ int main(void)
             for (int j = 0; j < tn; j++)
                 shmemx_putmem_on_stream(&slots[me], &vals[r], 8,
                                         shmem_team_translate_pe(even, j, SHMEM_TEAM_WORLD), s);
-            if (r % 2)
+            if (r % 2) {
                 shmemx_barrier_on_stream(even, s);
-            else
+            } else {
+                shmemx_quiet_on_stream(s); /* as above: a sync completes no puts */
                 shmemx_team_sync_on_stream(even, s);
+            }
             TCU(tcu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)seen, (CUdeviceptr)(uintptr_t)slots,
                                   (size_t)np * 8, s));
             TCU(tcu.cuStreamSynchronize(s));

@@ -282,6 +282,7 @@ static void release_device(void)
     ushmemi_cuda_ctx();
     ushmemi_devheap_fini();
     ushmemi_cuda_progress_fini();
+    ushmemi_cuda_proxy_fini();
     if (c->stream)
         ushmemi_cu.cuStreamSynchronize(c->stream);
     heap_destroy();
@@ -822,21 +823,24 @@ void ushmemi_cuda_quiet(void)
  * memory keeps CPU atomics (DESIGN.md: one mechanism per memory). */
 /* The one-thread AMO kernel on stream s, waited for; its result lands in
  * the scratch page at byte out_off. The caller holds the stream's lock. */
-void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
-                             void *remote, uint64_t value, uint64_t cond, const char *call)
+void ushmemi_cuda_amo_launch(const ushmemi_cuda_kset_t *k, CUstream s, size_t out_off,
+                             ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
+                             uint64_t cond, const char *call)
 {
-    CUfunction f = ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
+    CUfunction f = k ? (size == 4 ? k->amo32 : k->amo64)
+                     : ushmemi_cuda_fixed(size == 4 ? K_AMO32 : K_AMO64, call);
     int kop = (int)op;
     uint32_t v32 = (uint32_t)value, c32 = (uint32_t)cond;
-    CUdeviceptr out = ushmemi_cuda.scratch_d + out_off;
+    CUdeviceptr out = (k ? k->scratch_d : ushmemi_cuda.scratch_d) + out_off;
     void *params[] = {&remote, &kop, size == 4 ? (void *)&v32 : (void *)&value,
                       size == 4 ? (void *)&c32 : (void *)&cond, &out};
     CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
 }
 
-void ushmemi_cuda_sigadd_launch(CUstream s, uint64_t *remote, uint64_t value, const char *call)
+void ushmemi_cuda_sigadd_launch(const ushmemi_cuda_kset_t *k, CUstream s, uint64_t *remote,
+                                uint64_t value, const char *call)
 {
-    CUfunction f = ushmemi_cuda_fixed(K_SIGADD, call);
+    CUfunction f = k ? k->sigadd : ushmemi_cuda_fixed(K_SIGADD, call);
     unsigned long long v = value;
     void *params[] = {&remote, &v};
     CU_CHECK(ushmemi_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), call);
@@ -851,7 +855,7 @@ uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size)
 static uint64_t amo_kernel(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
                            void *remote, uint64_t value, uint64_t cond, const char *call)
 {
-    ushmemi_cuda_amo_launch(s, out_off, op, size, remote, value, cond, call);
+    ushmemi_cuda_amo_launch(NULL, s, out_off, op, size, remote, value, cond, call);
     CU_CHECK(ushmemi_cu.cuStreamSynchronize(s), call);
     return ushmemi_cuda_amo_result(out_off, size);
 }

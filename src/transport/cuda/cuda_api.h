@@ -25,6 +25,7 @@ typedef void (*CUhostFn)(void *user_data);
 #define CUDA_ERROR_NO_DEVICE                      100
 #define CUDA_ERROR_NOT_READY                      600
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+#define CUDA_ERROR_NOT_SUPPORTED                  801
 
 typedef struct {
     char reserved[64];
@@ -134,6 +135,7 @@ typedef struct {
     X(cuCtxSetCurrent, (CUcontext ctx))                                                            \
     X(cuCtxPushCurrent, (CUcontext ctx))                                                           \
     X(cuCtxPopCurrent, (CUcontext * ctx))                                                          \
+    X(cuCtxDestroy, (CUcontext ctx))                                                               \
     X(cuStreamCreate, (CUstream * s, unsigned int flags))                                          \
     X(cuStreamCreateWithPriority, (CUstream * s, unsigned int flags, int priority))                \
     X(cuCtxGetStreamPriorityRange, (int *least, int *greatest))                                    \
@@ -183,10 +185,21 @@ typedef struct {
                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,      \
                        CUstream s, void **params, void **extra))
 
+/* cuCtxCreate as of CUDA 12.5 (_v4); the 12.0 ABI's _v2 is not what the
+ * CUDA 13 driver hands out for that name. All NULL: a plain context. */
+typedef struct {
+    CUexecAffinityParam *execAffinityParams;
+    int numExecAffinityParams;
+    void *cigParams;
+} CUctxCreateParams;
+
 typedef struct {
 #define USHMEMI_CU_FIELD(name, proto) CUresult(*name) proto;
     USHMEMI_CU_FUNCS(USHMEMI_CU_FIELD)
 #undef USHMEMI_CU_FIELD
+    /* Optional (NULL on drivers before CUDA 12.5): looked up at 12.5. */
+    CUresult (*cuCtxCreate)(CUcontext *ctx, CUctxCreateParams *params, unsigned int flags,
+                            CUdevice dev);
 } ushmemi_cu_t;
 
 /* Filled by ushmemi_cu_load(); valid once it returned 0. */

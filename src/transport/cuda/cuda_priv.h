@@ -57,6 +57,7 @@ typedef struct {
     uint64_t *scratch;          /* pinned host page, device-mapped */
     CUdeviceptr scratch_d;
     int nbi_pending; /* nbi work on the internal stream not yet synchronized */
+    int mps;         /* the primary context runs under MPS */
     CUmodule mod;    /* embedded kernels; NULL when built without nvcc */
     CUfunction fixed[K_NFIXED];
     /* device heap */
@@ -96,14 +97,25 @@ void ushmemi_cuda_check(CUresult r, const char *what, const char *call);
  * built without nvcc. */
 CUfunction ushmemi_cuda_kernel(const char *name, const char *call);
 CUfunction ushmemi_cuda_fixed(int k, const char *call);
+/* The kernels the one-thread launches below need, as one context has them
+ * (the primary's, or the proxy's own context: proxy_stream.c), and the
+ * scratch page's device address there. NULL: the primary's. */
+typedef struct {
+    CUfunction amo32, amo64, sigadd;
+    CUdeviceptr scratch_d;
+} ushmemi_cuda_kset_t;
 /* The one-thread AMO kernel launched on s (not waited for); its result lands
  * in the scratch page at byte out_off, read with amo_result once s is done. */
-void ushmemi_cuda_amo_launch(CUstream s, size_t out_off, ushmemi_amo_op_t op, size_t size,
-                             void *remote, uint64_t value, uint64_t cond, const char *call);
+void ushmemi_cuda_amo_launch(const ushmemi_cuda_kset_t *k, CUstream s, size_t out_off,
+                             ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
+                             uint64_t cond, const char *call);
 uint64_t ushmemi_cuda_amo_result(size_t out_off, size_t size);
 /* Signal ADD in stream order (the signal-add kernel): the data copied
  * earlier in s is visible before the signal. */
-void ushmemi_cuda_sigadd_launch(CUstream s, uint64_t *remote, uint64_t value, const char *call);
+void ushmemi_cuda_sigadd_launch(const ushmemi_cuda_kset_t *k, CUstream s, uint64_t *remote,
+                                uint64_t value, const char *call);
+/* Ends the proxy's own context, if it made one (before the primary's). */
+void ushmemi_cuda_proxy_fini(void);
 /* Notes a stream operation for the proxy's stall report (proxy_stream.c). */
 void ushmemi_cuda_trace(CUstream s, const char *what, int pe, uint64_t value);
 

@@ -62,6 +62,7 @@ void ushmemi_cuda_dev_card(cuda_card_t *c)
         mps = e && *e == '1';
     }
     c->mps = mps != 0;
+    u->mps = c->mps;
     c->sm_ctx = sms;
     c->sm_total = sms;
     if (!mps)
@@ -93,6 +94,11 @@ int ushmemi_cuda_dev_check_env(const char *call)
     if (mode_of(ushmemi_env.device_wait) < 0) {
         ushmemi_error(call, "USHMEM_DEVICE_WAIT='%s': use auto, timesliced or off",
                       ushmemi_env.device_wait);
+        return USHMEM_EINVAL;
+    }
+    if (strcmp(ushmemi_env.proxy_context, "own") && strcmp(ushmemi_env.proxy_context, "primary")) {
+        ushmemi_error(call, "USHMEM_PROXY_CONTEXT='%s': use own or primary",
+                      ushmemi_env.proxy_context);
         return USHMEM_EINVAL;
     }
     if (strcmp(ushmemi_env.cuda_coll, "auto") && strcmp(ushmemi_env.cuda_coll, "copy") &&

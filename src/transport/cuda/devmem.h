@@ -63,15 +63,22 @@ uint64_t ushmemi_cuda_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64
 void ushmemi_cuda_signal(uint64_t *remote, uint64_t value, int sig_op, const char *call);
 
 /* ---- the proxy's hands (src/transport/proxy) ----
- * On the proxy's own non-blocking stream (never behind the application's
- * kernels). copy: 1 when either side is device memory (done), else 0. amo:
- * the one-thread AMO kernel, waited for; signal_async: a signal set (from
- * page-locked *value) or add, enqueued only (done by the next proxy_sync). */
+ * On the proxy's own non-blocking streams (never behind the application's
+ * kernels; under MPS what other hosts write here goes through a CUDA context
+ * of the proxy's own: proxy_stream.c). copy: 1 when either side is device
+ * memory (done), else 0. amo: the one-thread AMO kernel, waited for;
+ * signal_async: a signal set (from page-locked *value) or add, enqueued only
+ * (done by the next proxy_sync); put_async: another host's data from a
+ * receive buffer into the heap, enqueued only; copy_async: a copy between
+ * memory of any kind, enqueued only. */
 int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *call);
 /* The same copy whatever the kinds (the driver tells them apart). */
 void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const char *call);
 void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const char *call);
+void ushmemi_cuda_proxy_put_async(void *sym, const void *src, size_t n, const char *call);
 void ushmemi_cuda_proxy_sync(const char *call);
+/* Makes the target lane's context now (else at its first use). */
+void ushmemi_cuda_proxy_prepare(const char *call);
 uint64_t ushmemi_cuda_proxy_amo(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value,
                                 uint64_t cond, const char *call);
 void ushmemi_cuda_proxy_signal_async(uint64_t *remote, const uint64_t *value, int add,

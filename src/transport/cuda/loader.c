@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 #include "transport/cuda/cuda_api.h"
@@ -34,12 +35,44 @@ typedef CUresult (*get_proc_v2_t)(const char *sym, void **pfn, int ver, uint64_t
  * copies and atomics (other hosts' writes, which such a wait needs) stalled
  * behind the application's waits in 4 of 8 runs of tests/cuda/cuda_stream
  * on the H200 (2 PEs, pretend hosts); with it set (4, 8 or 16) in none of
- * 16. At 4 and 8 PEs under MPS stalls remain (the clients share one pool of
- * queues; docs/mpi.md). 8 is CUDA's default without MPS. */
+ * 16. 8 is CUDA's default without MPS.
+ * Under MPS all clients of a GPU draw their queues from one pool (on the
+ * H200 about 120: 15 contexts at 8 each, 3 at 32; the driver reads the
+ * variable once per process), and every PE with peers on other hosts has
+ * two contexts (the proxy's own: proxy_stream.c). Where MPS looks active
+ * (its pipe directory) and the launcher says how many PEs share this host,
+ * each context asks for at most 120 / (2 x that), a power of two: 8 up to 7
+ * PEs, 4 up to 15, 2 up to 30, then 1 (MPS takes at most 48 clients). */
+static long local_pes(void)
+{
+    static const char *const names[] = {"USHMEM_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        long n = v && *v ? strtol(v, NULL, 10) : 0;
+        if (n > 0)
+            return n;
+    }
+    return 1;
+}
+
+static int mps_likely(void)
+{
+    const char *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[512];
+    snprintf(path, sizeof path, "%s/control", pipe && *pipe ? pipe : "/tmp/nvidia-mps");
+    return access(path, F_OK) == 0;
+}
+
 static void eager_loading(void)
 {
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);
+    long want = 8, pes = mps_likely() ? local_pes() : 1;
+    while (want > 1 && want * 2 * pes > 120)
+        want /= 2;
+    char v[8];
+    snprintf(v, sizeof v, "%ld", want);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", v, 0);
 }
 
 __attribute__((constructor)) static void eager_loading_at_load(void)
@@ -76,6 +109,14 @@ static void load(void)
     }
     USHMEMI_CU_FUNCS(USHMEMI_CU_LOOKUP)
 #undef USHMEMI_CU_LOOKUP
+    {
+        void *fn = NULL;
+        int status = 0;
+        if (get_proc("cuCtxCreate", &fn, 12050, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) ==
+                CUDA_SUCCESS &&
+            fn)
+            memcpy(&ushmemi_cu.cuCtxCreate, &fn, sizeof fn);
+    }
 
     /* Lazy loading (the default since CUDA 12.2) loads a kernel at its first
      * launch, and that load may wait for the whole context to go idle: a

@@ -254,7 +254,7 @@ static void stream_signal(uint64_t *sig_addr, uint64_t *rsig, int sdev, uint64_t
                                                  CU_STREAM_WRITE_VALUE_DEFAULT),
                  call);
     } else {
-        ushmemi_cuda_sigadd_launch(s, rsig, value, call);
+        ushmemi_cuda_sigadd_launch(NULL, s, rsig, value, call);
     }
 }
 

@@ -41,7 +41,7 @@ static void settle(const char *call)
 int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call)
 {
     if (n && ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
-        ushmemi_cuda_proxy_copy_async(sym, src, n, call);
+        ushmemi_cuda_proxy_put_async(sym, src, n, call);
         __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
         return 1;
     }
@@ -89,6 +89,12 @@ uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint
     else
         USHMEMI_CPU_AMO(uint64_t, sym, op, value, cond);
     ushmemi_fatal(call, "proxy: unknown atomic operation %d", (int)op);
+}
+
+void ushmemi_proxy_hands_prepare(const char *call)
+{
+    if (ushmemi_g.cuda_active)
+        ushmemi_cuda_proxy_prepare(call);
 }
 
 /* A 64-byte header remembers which allocator made the block. */

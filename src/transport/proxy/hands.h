@@ -17,5 +17,8 @@ int ushmemi_proxy_is_device(const void *addr);
 int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call);
 int ushmemi_proxy_local_signal(void *sym, const uint64_t *value, int add, const char *call);
 void ushmemi_proxy_local_sync(const char *call);
+/* Before the first request: what the hands need made (the proxy's CUDA
+ * context when it has one of its own). */
+void ushmemi_proxy_hands_prepare(const char *call);
 
 #endif
