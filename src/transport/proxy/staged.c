@@ -53,12 +53,16 @@
 #define NRECV      8                 /* receive buffers of the proxy */
 #define INLINE_MAX ((size_t)8192)    /* smaller payloads are copied behind the header */
 
-enum { TAG_REQ = 1, TAG_REPLY0 = 64, NREPLY_TAGS = 16384 };
+/* Tags: requests; answers (to the origin); the payloads of large puts (to
+ * the target), in two ranges so that no answer matches a payload. All
+ * below 32767, the least MPI_TAG_UB the standard allows. */
+enum { TAG_REQ = 1, TAG_REPLY0 = 64, NREPLY_TAGS = 8192, TAG_PAYLOAD0 = TAG_REPLY0 + NREPLY_TAGS };
 enum { OP_PUT = 1, OP_PUT_SIGNAL, OP_GET, OP_AMO, OP_QUIET };
 
 typedef struct {
     uint32_t op, seg;     /* OP_*, segment of the target address */
-    uint32_t reply_tag;   /* GET, AMO, QUIET: the tag the answer carries */
+    uint32_t reply_tag;   /* GET, AMO, QUIET: the tag the answer carries; PUT, PUT_SIGNAL:
+                             the payload's own message (0: behind the header) */
     uint32_t dtype;       /* AMO */
     uint32_t amo_op;      /* AMO: ushmemi_amo_op_t; PUT_SIGNAL: the signal's */
     uint32_t sig_seg;     /* PUT_SIGNAL */
@@ -244,6 +248,30 @@ static void release_held(void)
     nheld = 0;
 }
 
+/* A large put's header came alone: its payload follows from the same PE
+ * with the tag the header names, received behind the header (the buffer
+ * has room for CHUNK). Returns the bytes of header and payload. */
+static int take_payload(char *msg, int bytes, int from)
+{
+    hdr_t h;
+    if (bytes != (int)sizeof h)
+        return bytes;
+    memcpy(&h, msg, sizeof h);
+    if ((h.op != OP_PUT && h.op != OP_PUT_SIGNAL) || !h.reply_tag || !h.len)
+        return bytes;
+    if (h.len > CHUNK || h.reply_tag < TAG_PAYLOAD0 || h.reply_tag >= TAG_PAYLOAD0 + NREPLY_TAGS)
+        die("put from PE %d: bad payload announcement (%llu bytes, tag %u)", from,
+            (unsigned long long)h.len, h.reply_tag);
+    CORE.activity(USHMEMI_ACT_STAGED, "receiving a put's payload", from);
+    MPI_Status st;
+    int got = 0;
+    int rc = MPI_Recv(msg + sizeof h, (int)h.len, MPI_BYTE, from, (int)h.reply_tag, pcomm, &st);
+    if (rc != MPI_SUCCESS)
+        die("receiving a put's payload from PE %d failed (MPI error %d)", from, rc);
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    return bytes + got;
+}
+
 /* Spins while busy; when nothing came for a while, sleeps, doubling up to
  * USHMEM_PROXY_IDLE_US, so idle PEs leave the CPU to the application. */
 static void *proxy_main(void *arg)
@@ -271,6 +299,7 @@ static void *proxy_main(void *arg)
         ohead = (ohead + 1) % NRECV;
         nposted--;
         MPI_Get_count(&st, MPI_BYTE, &bytes);
+        bytes = take_payload(rbuf[next], bytes, st.MPI_SOURCE);
         int held_now = serve(rbuf[next], bytes, st.MPI_SOURCE);
         CORE.activity(USHMEMI_ACT_STAGED, NULL, 0);
         if (held_now)
@@ -297,6 +326,15 @@ static int new_tag(void)
            (int)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) % NREPLY_TAGS);
 }
 
+static _Atomic unsigned next_payload_tag;
+
+static int new_payload_tag(void)
+{
+    return TAG_PAYLOAD0 +
+           (int)(atomic_fetch_add_explicit(&next_payload_tag, 1, memory_order_relaxed) %
+                 NREPLY_TAGS);
+}
+
 /* One request: the header and c payload bytes in one message. A payload in
  * device memory is staged through host memory first; a large host payload
  * goes without a copy, as one derived datatype over both pieces. */
@@ -320,17 +358,16 @@ static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
         if (buf != small)
             free(buf);
     } else {
+        /* The header, then the payload as a message of its own, contiguous
+         * in the caller's (page-locked) buffer: Open MPI packed a header +
+         * payload struct type at 7.7 GB/s where two plain sends made 11.0
+         * (1 MiB, vader, 2-core Debian host). The tag is this payload's own,
+         * so requests of several threads to one PE cannot swap payloads. */
+        h->reply_tag = (uint32_t)new_payload_tag();
         stamp(h);
-        int lens[2] = {(int)sizeof *h, (int)c};
-        MPI_Aint disp[2];
-        MPI_Datatype types[2] = {MPI_BYTE, MPI_BYTE}, t;
-        MPI_Get_address(h, &disp[0]);
-        MPI_Get_address(payload, &disp[1]);
-        rc = MPI_Type_create_struct(2, lens, disp, types, &t);
-        if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&t)) == MPI_SUCCESS) {
-            rc = MPI_Send(MPI_BOTTOM, 1, t, pe, TAG_REQ, pcomm);
-            MPI_Type_free(&t);
-        }
+        rc = MPI_Send(h, (int)sizeof *h, MPI_BYTE, pe, TAG_REQ, pcomm);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(payload, (int)c, MPI_BYTE, pe, (int)h->reply_tag, pcomm);
     }
     return rc == MPI_SUCCESS ? 0 : fail("sending a request to the proxy", rc);
 }
