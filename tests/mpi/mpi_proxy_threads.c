@@ -3,9 +3,9 @@
  * must land where its own header says, never swapped with another thread's.
  * 8 threads per PE; each thread of PE p writes random-sized blocks (8 KiB ..
  * 1.25 MiB) with contents of its own into its slot of every other PE, in
- * rounds (with one payload tag for all threads this failed 3 runs of 3); after each round every PE checks every byte of every slot against
- * the model. Without a GPU the test asks for USHMEM_PROXY_HOST=1, so host
- * memory of the other pretend host goes through the proxy. */
+ * rounds (with one payload tag for all threads this failed 3 runs of 3); after each round every PE
+ * checks every byte of every slot against the model. Without a GPU the test asks for
+ * USHMEM_PROXY_HOST=1, so host memory of the other pretend host goes through the proxy. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
