@@ -70,7 +70,7 @@ static void eager_loading(void)
     long want = 8, pes = mps_likely() ? local_pes() : 1;
     while (want > 1 && want * 2 * pes > 120)
         want /= 2;
-    char v[8];
+    char v[24];
     snprintf(v, sizeof v, "%ld", want);
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", v, 0);
 }
