@@ -11,7 +11,6 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
-#include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
 static char *amo_target(void *dest, size_t size, int pe, const char *call)
@@ -73,13 +72,13 @@ uint64_t ushmemi_amo(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *dest
         op != USHMEMI_AMO_SET && op != USHMEMI_AMO_SWAP)
         ushmemi_fatal(call, "operation not defined for floating point");
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl)) { /* mpi hook: every host AMO of the job */
-        if (!ushmemi_cuda_is_sym(dest))
+        if (!ushmemi_devheap_has(dest))
             return amo_remote(op, dtype, dest, value, cond, pe, call);
         if (!r) /* device heap of an unmapped peer: the proxy */
             return amo_via(ushmemi_route(dest, pe), op, dtype, dest, value, cond, pe, call);
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(dest)) /* cuda hook */
-        return ushmemi_cuda_amo(op, size, r, value, cond, call);
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && ushmemi_devheap_has(dest)) /* a GPU atomic */
+        return ushmemi_devmem->amo(op, size, r, value, cond, call);
     switch (size) {
     case 4: USHMEMI_CPU_AMO(uint32_t, r, op, value, cond); break;
     case 8: USHMEMI_CPU_AMO(uint64_t, r, op, value, cond); break;
@@ -94,8 +93,8 @@ void ushmemi_amo_nbi(shmem_ctx_t ctx, ushmemi_amo_op_t op, int dtype, void *fetc
     uint64_t old = ushmemi_amo(ctx, op, dtype, dest, value, cond, pe, call);
     if (!fetch)
         ushmemi_fatal(call, "fetch is NULL");
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: fetch in device memory */
-        ushmemi_cuda_get(fetch, &old, USHMEMI_DT_SIZE(dtype), 0, 0, call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* fetch in device memory */
+        ushmemi_devmem->get(fetch, &old, USHMEMI_DT_SIZE(dtype), 0, 0, call))
         return;
     memcpy(fetch, &old, USHMEMI_DT_SIZE(dtype)); /* little-endian: low bytes */
 }
@@ -109,7 +108,7 @@ void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int
         if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
             ushmemi_fatal(call, "unknown signal operator %d", sig_op);
         ushmemi_amo_op_t op = sig_op == SHMEM_SIGNAL_SET ? USHMEMI_AMO_SET : USHMEMI_AMO_ADD;
-        if (!ushmemi_cuda_is_sym(sig_addr)) {
+        if (!ushmemi_devheap_has(sig_addr)) {
             amo_remote(op, USHMEMI_DT(USHMEMI_KIND_UINT, 8), sig_addr, signal, 0, pe, call);
             return;
         }
@@ -119,9 +118,9 @@ void ushmemi_signal_op(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int
             return;
         }
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(sig_addr) && /* cuda hook */
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && ushmemi_devheap_has(sig_addr) && /* device heap */
         (sig_op == SHMEM_SIGNAL_SET || sig_op == SHMEM_SIGNAL_ADD)) {
-        ushmemi_cuda_signal(r, signal, sig_op, call);
+        ushmemi_devmem->signal(r, signal, sig_op, call);
         return;
     }
     if (sig_op == SHMEM_SIGNAL_SET)

@@ -28,7 +28,7 @@ static int bcast(shmem_team_t team, void *dest, const void *src, size_t nbytes, 
      * form), or staged when a member's device heap is not mapped here. */
     int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
     if (on_dev && !staged)
-        return ushmemi_cuda_broadcast(team, dest, src, nbytes, root, call);
+        return ushmemi_devmem->broadcast(team, dest, src, nbytes, root, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_BCAST, .root = root, .count = nbytes);
@@ -189,7 +189,7 @@ int ushmemi_fcollect(shmem_team_t team, void *dest, const void *src, size_t nbyt
 {
     int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
     if (on_dev && !staged)
-        return ushmemi_cuda_fcollect(team, dest, src, nbytes, call);
+        return ushmemi_devmem->fcollect(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_FCOLLECT, .count = nbytes);
@@ -278,7 +278,7 @@ int ushmemi_alltoall(shmem_team_t team, void *dest, const void *src, size_t nbyt
 {
     int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
     if (on_dev && !staged)
-        return ushmemi_cuda_alltoall(team, dest, src, nbytes, call);
+        return ushmemi_devmem->alltoall(team, dest, src, nbytes, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_ALLTOALL, .count = nbytes);

@@ -13,12 +13,12 @@
 
 #include "core/prims.h"
 #include "core/team.h"
-#include "transport/cuda/devmem.h"
+#include "transport/transport.h"
 
-/* A collective on device-heap buffers runs on the GPU (src/transport/cuda). */
+/* A collective on device-heap buffers runs on the GPU (ushmemi_devmem). */
 #define USHMEMI_COLL_ON_DEVICE(dest, src)                                                          \
-    (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) &&                                                    \
-     (ushmemi_cuda_is_sym(dest) || ushmemi_cuda_is_sym(src)))
+    (USHMEMI_UNLIKELY(ushmemi_devmem != NULL) &&                                                   \
+     (ushmemi_devheap_has(dest) || ushmemi_devheap_has(src)))
 
 /* ---- Staged collectives (staged.c) ----
  * Device-heap buffers on a team where some member's device heap is not

@@ -187,7 +187,7 @@ int ushmemi_reduce(shmem_team_t team, void *dest, const void *src, size_t nelems
 {
     int on_dev = USHMEMI_COLL_ON_DEVICE(dest, src), staged = ushmemi_coll_staged(team, on_dev);
     if (on_dev && !staged)
-        return ushmemi_cuda_reduce(team, dest, src, nelems, dtype, op, call);
+        return ushmemi_devmem->reduce(team, dest, src, nelems, dtype, op, call);
     if (!ushmemi_coll_team_ok(team, call))
         return USHMEM_EINVAL;
     USHMEMI_COLL_CHECK(team, call, .kind = USHMEMI_COLL_REDUCE, .count = nelems, .dtype = dtype,

@@ -26,6 +26,7 @@ static size_t nactive;
 static const ushmemi_transport_ops_t **peer_tl;   /* [n_pes] host memory route */
 static const ushmemi_transport_ops_t **peer_dev;  /* [n_pes] device heap route when unmapped */
 const ushmemi_transport_ops_t *ushmemi_remote_tl; /* mpi hook: see core.h */
+const ushmemi_devmem_ops_t *ushmemi_devmem;       /* cuda: see transport.h */
 const ushmemi_transport_ops_t *ushmemi_proxy_tl;  /* see core.h */
 
 /* The proxy's two threads (kernels' requests, other hosts' requests) carry

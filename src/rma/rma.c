@@ -7,7 +7,6 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
-#include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
 _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *call)
@@ -24,8 +23,9 @@ _Noreturn static void rma_fail(const void *addr, size_t n, int pe, const char *c
                           s == USHMEMI_SEG_HEAP      ? "heap"
                           : s == USHMEMI_SEG_DEVHEAP ? "device heap"
                                                      : "data segment");
-        if (off < seg->size && s == USHMEMI_SEG_DEVHEAP && ushmemi_cuda_unmapped_why(pe))
-            ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(pe));
+        if (off < seg->size && s == USHMEMI_SEG_DEVHEAP && ushmemi_devmem &&
+            ushmemi_devmem->unmapped_why(pe))
+            ushmemi_fatal(call, "%s", ushmemi_devmem->unmapped_why(pe));
         if (off < seg->size)
             ushmemi_fatal(call, "PE %d's memory is not mapped in this process (transport %s)", pe,
                           ushmemi_pe_transport_name(pe));
@@ -66,7 +66,7 @@ static const ushmemi_transport_ops_t *rma_remote(int is_put, void *sym, void *lo
     if (USHMEMI_UNLIKELY(rc))
         ushmemi_fatal(
             call, "PE %d (transport %s): %s", pe, t ? t->name : ushmemi_pe_transport_name(pe),
-            rc == USHMEM_EUNREACH && ushmemi_cuda_is_sym(sym)
+            rc == USHMEM_EUNREACH && ushmemi_devheap_has(sym)
                 ? "its device heap is not reachable from here"
             : rc == USHMEM_EUNSUPPORTED ? "only its host heap and globals are reachable from here"
                                         : ushmemi_strerror(rc));
@@ -96,8 +96,8 @@ void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, in
         rma_remote(1, dest, (void *)src, nbytes, pe, 0, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
-        ushmemi_cuda_put(r, src, nbytes, ushmemi_cuda_is_sym(dest), 0, call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory on either side */
+        ushmemi_devmem->put(r, src, nbytes, ushmemi_devheap_has(dest), 0, call))
         return;
     memcpy(r, src, nbytes);
 }
@@ -113,8 +113,8 @@ void ushmemi_get(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, in
         rma_remote(0, (void *)src, dest, nbytes, pe, 0, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook: device memory on either side */
-        ushmemi_cuda_get(dest, r, nbytes, ushmemi_cuda_is_sym(src), 0, call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory on either side */
+        ushmemi_devmem->get(dest, r, nbytes, ushmemi_devheap_has(src), 0, call))
         return;
     memcpy(dest, r, nbytes);
 }
@@ -205,8 +205,8 @@ void ushmemi_p(shmem_ctx_t ctx, void *dest, const void *value, size_t esize, int
         rma_remote(1, dest, (void *)value, esize, pe, 0, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
-        ushmemi_cuda_put(r, value, esize, ushmemi_cuda_is_sym(dest), 0, call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory */
+        ushmemi_devmem->put(r, value, esize, ushmemi_devheap_has(dest), 0, call))
         return;
     if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
         copy_elem(r, value, esize);
@@ -223,8 +223,8 @@ void ushmemi_get_elem(shmem_ctx_t ctx, void *out, const void *src, size_t esize,
         rma_remote(0, (void *)src, out, esize, pe, 0, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
-        ushmemi_cuda_get(out, r, esize, ushmemi_cuda_is_sym(src), 0, call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory */
+        ushmemi_devmem->get(out, r, esize, ushmemi_devheap_has(src), 0, call))
         return;
     if (USHMEMI_LIKELY(((uintptr_t)r & (esize - 1)) == 0))
         load_elem(out, r, esize);
@@ -271,9 +271,9 @@ void ushmemi_ibput(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
                            bsize * esize, nblocks, pe, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
-        ushmemi_cuda_strided(r, (size_t)dst * esize, src, (size_t)sst * esize, bsize * esize,
-                             nblocks, ushmemi_cuda_is_sym(dest), call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory */
+        ushmemi_devmem->strided(r, (size_t)dst * esize, src, (size_t)sst * esize, bsize * esize,
+                                nblocks, ushmemi_devheap_has(dest), call))
         return;
     const char *l = src;
     for (size_t b = 0; b < nblocks; b++) {
@@ -300,9 +300,9 @@ void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
                            bsize * esize, nblocks, pe, call);
         return;
     }
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && /* cuda hook */
-        ushmemi_cuda_strided(dest, (size_t)dst * esize, r, (size_t)sst * esize, bsize * esize,
-                             nblocks, ushmemi_cuda_is_sym(src), call))
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && /* device memory */
+        ushmemi_devmem->strided(dest, (size_t)dst * esize, r, (size_t)sst * esize, bsize * esize,
+                                nblocks, ushmemi_devheap_has(src), call))
         return;
     char *l = dest;
     for (size_t b = 0; b < nblocks; b++) {
@@ -321,8 +321,8 @@ void ushmemi_ibget(shmem_ctx_t ctx, void *dest, const void *src, ptrdiff_t dst, 
 void ushmemi_quiet(shmem_ctx_t ctx)
 {
     (void)ctx;
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active)) /* cuda hook: device nbi copies */
-        ushmemi_cuda_quiet();
+    if (USHMEMI_UNLIKELY(ushmemi_devmem)) /* device memory: its nbi copies */
+        ushmemi_devmem->quiet();
     if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && ushmemi_remote_tl->quiet()) /* mpi hook */
         ushmemi_fatal("shmem_quiet", "completing transfers to unmapped peers failed");
     if (USHMEMI_UNLIKELY(ushmemi_proxy_tl) && ushmemi_proxy_tl != ushmemi_remote_tl &&

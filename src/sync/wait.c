@@ -16,7 +16,6 @@
 #include "core/team.h"
 #include "sync/sigfmt.h"
 #include "sync/stacks.h"
-#include "transport/cuda/devmem.h"
 #include "transport/transport.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -670,9 +669,9 @@ static int check_cmp(int cmp, const char *call)
 int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *value,
                     const char *call)
 {
-    uint64_t dev_copy; /* cuda hook: device memory is compared through a copy */
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) &&
-        ushmemi_cuda_load(ivar, USHMEMI_DT_SIZE(dtype), &dev_copy, call))
+    uint64_t dev_copy; /* device memory is compared through a copy */
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) &&
+        ushmemi_devmem->load(ivar, USHMEMI_DT_SIZE(dtype), &dev_copy, call))
         ivar = &dev_copy;
     switch (dtype) {
     case USHMEMI_DT(USHMEMI_KIND_SINT, 1): LOAD_CMP(int8_t, ivar, cmp, value);
@@ -861,8 +860,8 @@ size_t ushmemi_wait_until_some(volatile void *ivars, size_t nelems, size_t *indi
 
 static uint64_t load_signal(const uint64_t *sig_addr, const char *call)
 {
-    uint64_t v; /* cuda hook: a signal on the device heap is read through a copy */
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_load(sig_addr, 8, &v, call))
+    uint64_t v; /* a signal on the device heap is read through a copy */
+    if (USHMEMI_UNLIKELY(ushmemi_devmem) && ushmemi_devmem->load(sig_addr, 8, &v, call))
         return v;
     return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
 }

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <shmem.h>
+
+#include "core/prims.h"
 #include "core/state.h"
 
 typedef enum {
@@ -53,5 +56,47 @@ typedef struct ushmemi_transport_ops {
 } ushmemi_transport_ops_t;
 
 extern const ushmemi_transport_ops_t ushmemi_transport_shm;
+
+/* Memory the CPU cannot load and store (the device heap and other GPU
+ * memory), lent by the transport that owns it (cuda) while it is attached:
+ * rma/, amo/, coll/ and sync/ reach device memory only through this table.
+ * NULL: no such memory in this process.
+ * put/get/strided (remote: the peer's mapped copy; sym_dev: the symmetric
+ * side is in the device heap) and load: 1 when a side is device memory (done;
+ * blocking unless nbi, then complete at quiet), 0 when both are host memory
+ * (the caller's host path). amo/signal: on a device-heap word. The
+ * collectives: same arguments and results as ushmemi_broadcast & co. */
+typedef struct ushmemi_devmem_ops {
+    int (*put)(void *remote, const void *local, size_t n, int sym_dev, int nbi, const char *call);
+    int (*get)(void *local, const void *remote, size_t n, int sym_dev, int nbi, const char *call);
+    int (*strided)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t nblocks, int sym_dev, const char *call);
+    void (*quiet)(void);
+    uint64_t (*amo)(ushmemi_amo_op_t op, size_t size, void *remote, uint64_t value, uint64_t cond,
+                    const char *call);
+    void (*signal)(uint64_t *remote, uint64_t value, int sig_op, const char *call);
+    int (*load)(const volatile void *addr, size_t size, void *out, const char *call);
+    int (*broadcast)(shmem_team_t team, void *dest, const void *src, size_t nbytes, int root,
+                     const char *call);
+    int (*fcollect)(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                    const char *call);
+    int (*alltoall)(shmem_team_t team, void *dest, const void *src, size_t nbytes,
+                    const char *call);
+    int (*reduce)(shmem_team_t team, void *dest, const void *src, size_t nelems, int dtype,
+                  ushmemi_redop_t op, const char *call);
+    /* Why pe's device heap is not mapped here when its GPU cannot be reached
+     * from ours; NULL otherwise. */
+    const char *(*unmapped_why)(int pe);
+} ushmemi_devmem_ops_t;
+
+extern const ushmemi_devmem_ops_t *ushmemi_devmem __attribute__((visibility("hidden")));
+
+/* [addr, addr+1) lies in this PE's device heap (a symmetric device address;
+ * never while no device heap exists). */
+static inline int ushmemi_devheap_has(const void *addr)
+{
+    const ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
+    return (uintptr_t)addr - (uintptr_t)seg->base < seg->size;
+}
 
 #endif

@@ -427,6 +427,7 @@ static int cuda_init(void)
 static void cuda_fini(void)
 {
     ushmemi_g.cuda_active = 0;
+    ushmemi_devmem = NULL;
     release_device();
 }
 
@@ -556,6 +557,22 @@ static int import_peer(int pe, int *fds, int nfd, void *argp)
     return rc;
 }
 
+/* What rma/, amo/, coll/ and sync/ reach device memory with (transport.h). */
+static const ushmemi_devmem_ops_t devmem_ops = {
+    .put = ushmemi_cuda_put,
+    .get = ushmemi_cuda_get,
+    .strided = ushmemi_cuda_strided,
+    .quiet = ushmemi_cuda_quiet,
+    .amo = ushmemi_cuda_amo,
+    .signal = ushmemi_cuda_signal,
+    .load = ushmemi_cuda_load,
+    .broadcast = ushmemi_cuda_broadcast,
+    .fcollect = ushmemi_cuda_fcollect,
+    .alltoall = ushmemi_cuda_alltoall,
+    .reduce = ushmemi_cuda_reduce,
+    .unmapped_why = ushmemi_cuda_unmapped_why,
+};
+
 static int cuda_attach(void)
 {
     static const char call[] = "shmem_init";
@@ -647,8 +664,10 @@ static int cuda_attach(void)
         rc = ushmemi_cuda_dev_attach(cards, call);
 out:
     free(cards);
-    if (rc == 0 && mine.state == 1)
+    if (rc == 0 && mine.state == 1) {
         ushmemi_g.cuda_active = 1;
+        ushmemi_devmem = &devmem_ops;
+    }
     return rc;
 }
 
@@ -656,6 +675,7 @@ static void cuda_detach(void)
 {
     ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
     ushmemi_g.cuda_active = 0;
+    ushmemi_devmem = NULL;
     if (!seg->peer || ushmemi_cuda.device < 0)
         return;
     ushmemi_cuda_dev_abort();
