@@ -209,6 +209,9 @@ extern ushmemi_cu_t ushmemi_cu __attribute__((visibility("hidden")));
  * first outcome). 0, or USHMEM_EUNSUPPORTED with the reason available from
  * ushmemi_cu_reason(). */
 int ushmemi_cu_load(void);
+/* CUDA_DEVICE_MAX_CONNECTIONS for pes PEs of this host on gpus GPUs under
+ * MPS (loader.c: two contexts per PE share a pool of about 120 per GPU). */
+long ushmemi_cuda_queues_for(long pes, long gpus);
 const char *ushmemi_cu_reason(void);
 /* "cuMemCreate: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" style text of a
  * CUresult, in a static buffer per thread. */

@@ -2,6 +2,7 @@
  * libcuda.so.1, take cuGetProcAddress from it and ask that for every entry
  * point of USHMEMI_CU_FUNCS at the CUDA 12.0 ABI. Nothing links against
  * CUDA; a machine without a driver gets a reason string, not an error. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,8 +42,30 @@ typedef CUresult (*get_proc_v2_t)(const char *sym, void **pfn, int ver, uint64_t
  * variable once per process), and every PE with peers on other hosts has
  * two contexts (the proxy's own: proxy_stream.c). Where MPS looks active
  * (its pipe directory) and the launcher says how many PEs share this host,
- * each context asks for at most 120 / (2 x that), a power of two: 8 up to 7
- * PEs, 4 up to 15, 2 up to 30, then 1 (MPS takes at most 48 clients). */
+ * each context asks for at most 120 / (2 x the PEs per GPU), a power of two:
+ * 8 up to 7 PEs per GPU, 4 up to 15, 2 up to 30, then 1 (MPS takes at most
+ * 48 clients). The GPUs are the host's (/proc/driver/nvidia/gpus), as the
+ * PEs are spread over them; 1 when that cannot be read. */
+long ushmemi_cuda_queues_for(long pes, long gpus)
+{
+    long per_gpu = gpus > 1 ? (pes + gpus - 1) / gpus : pes, want = 8;
+    while (want > 1 && want * 2 * per_gpu > 120)
+        want /= 2;
+    return want;
+}
+
+static long host_gpus(void)
+{
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    long n = 0;
+    if (!d)
+        return 1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n > 0 ? n : 1;
+}
+
 static long local_pes(void)
 {
     static const char *const names[] = {"USHMEM_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
@@ -67,9 +90,7 @@ static int mps_likely(void)
 static void eager_loading(void)
 {
     setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-    long want = 8, pes = mps_likely() ? local_pes() : 1;
-    while (want > 1 && want * 2 * pes > 120)
-        want /= 2;
+    long want = mps_likely() ? ushmemi_cuda_queues_for(local_pes(), host_gpus()) : 8;
     char v[24];
     snprintf(v, sizeof v, "%ld", want);
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", v, 0);
