@@ -79,7 +79,7 @@ typedef struct {
     CUcontext ctx;
     CUstream s;
     ushmemi_cuda_kset_t k; /* own lane only; the primary's come from cuda.c */
-    int used;              /* work enqueued since the last sync */
+    int used;              /* work was ever enqueued here (proxy_sync waits for it) */
     const char *name;
 } lane_t;
 static lane_t primary = {.name = "primary"}, own = {.name = "own context"};
