@@ -324,7 +324,7 @@ const ushmemi_transport_ops_t *ushmemi_peer_transport(int pe)
 
 const ushmemi_transport_ops_t *ushmemi_route(const void *sym, int pe)
 {
-    if (ushmemi_cuda_is_sym(sym))
+    if (ushmemi_devheap_has(sym))
         return peer_dev ? peer_dev[pe] : NULL;
     return peer_tl ? peer_tl[pe] : NULL;
 }

@@ -286,7 +286,7 @@ USHMEMI_API void shmem_free(void *ptr)
     ushmemi_sync_world();
     if (!ptr)
         return;
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(ptr)) { /* cuda hook */
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_devheap_has(ptr)) { /* cuda hook */
         ushmemi_devheap_free(ptr, call);
         return;
     }
@@ -313,7 +313,7 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     }
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
     ushmemi_sync_world();
-    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_cuda_is_sym(ptr)) /* cuda hook */
+    if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_devheap_has(ptr)) /* cuda hook */
         return ushmemi_devheap_realloc(ptr, size, call);
     pthread_mutex_lock(&heap_lock);
     rc = heap_offset(ptr, &off, call);

@@ -729,7 +729,7 @@ void ushmemi_cuda_describe(FILE *out)
 
 int ushmemi_cuda_is_device(const void *p)
 {
-    if (ushmemi_cuda_is_sym(p))
+    if (ushmemi_devheap_has(p))
         return 1;
     for (int s = 0; s < USHMEMI_NSEG; s++) {
         const ushmemi_seg_t *seg = &ushmemi_g.seg[s];
@@ -930,7 +930,7 @@ void *ushmemi_cuda_host_alloc_mapped(size_t n, uint64_t *dev)
 int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call)
 {
     const void *a = (const void *)(uintptr_t)addr;
-    if (!ushmemi_cuda_is_sym(a)) {
+    if (!ushmemi_devheap_has(a)) {
         if (ushmemi_seg_of(a, size) < 0 && ushmemi_cuda_is_device(a))
             ushmemi_fatal(call,
                           "%p is device memory that is not on the symmetric heap: wait and "

@@ -26,14 +26,9 @@ void ushmemi_cuda_describe(FILE *out);
 /* Device ordinal from shmemx_init_attr (-1: none); consumed by the next init. */
 void ushmemi_cuda_request_device(int device);
 
-/* ---- device heap segment ---- */
-/* [addr, addr+1) lies in this PE's device heap (a symmetric device address). */
-static inline int ushmemi_cuda_is_sym(const void *addr)
-{
-    const ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
-    return (uintptr_t)addr - (uintptr_t)seg->base < seg->size;
-}
-
+/* ---- device heap segment ----
+ * Whether an address lies in this PE's device heap: ushmemi_devheap_has
+ * (transport/transport.h). */
 /* p is device memory: in the device heap, or any CUDA device allocation. */
 int ushmemi_cuda_is_device(const void *p);
 
@@ -98,7 +93,7 @@ void ushmemi_cuda_dev_ring_remove(void);
 int ushmemi_cuda_load(const volatile void *addr, size_t size, void *out, const char *call);
 
 /* ---- collectives (for src/coll) ----
- * When dest or source is in the device heap (ushmemi_cuda_is_sym), the
+ * When dest or source is in the device heap (ushmemi_devheap_has), the
  * blocking collective is done on the GPU: stream-ordered copies or one
  * reduction kernel between stream-ordered barriers, waited for. Same
  * arguments and return values as ushmemi_broadcast & co (core/prims.h). */

@@ -327,7 +327,7 @@ static void lane_wait(lane_t *l, const char *call, int held)
  * target lane may touch. */
 static int target_mem(const void *p, int device)
 {
-    return !device || ushmemi_cuda_is_sym(p);
+    return !device || ushmemi_devheap_has(p);
 }
 
 static void copy_on(lane_t *l, void *dst, const void *src, size_t n, const char *call)

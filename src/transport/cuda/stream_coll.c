@@ -67,7 +67,7 @@ static void member_put(void *sym, shmem_team_t team, int i, const void *src, int
     int w = ushmemi_team_world_pe(team, i);
     char *p = ushmemi_xlate(sym, w);
     if (p)
-        ushmemi_stream_copy(p, ushmemi_cuda_is_sym(sym), src, sdev, n, s, call);
+        ushmemi_stream_copy(p, ushmemi_devheap_has(sym), src, sdev, n, s, call);
     else if (team_proxied(team))
         ushmemi_stream_proxy_req(s, USHMEMI_REQ_PUT | USHMEMI_REQ_WAIT, 0, 0, w, sym, src, n, NULL,
                                  0, call);

@@ -40,7 +40,7 @@ static void settle(const char *call)
 
 int ushmemi_proxy_local_put(void *sym, const void *src, size_t n, const char *call)
 {
-    if (n && ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
+    if (n && ushmemi_g.cuda_active && ushmemi_devheap_has(sym)) {
         ushmemi_cuda_proxy_put_async(sym, src, n, call);
         __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
         return 1;
@@ -58,7 +58,7 @@ int ushmemi_proxy_local_signal(void *sym, const uint64_t *value, int add, const 
 {
     if ((uintptr_t)sym % 8)
         ushmemi_fatal(call, "proxy: misaligned signal word %p", sym);
-    if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym)) {
+    if (ushmemi_g.cuda_active && ushmemi_devheap_has(sym)) {
         ushmemi_cuda_proxy_signal_async((uint64_t *)sym, value, add, call);
         __atomic_store_n(&pending, 1, __ATOMIC_RELAXED);
         return 1;
@@ -82,7 +82,7 @@ uint64_t ushmemi_proxy_local_amo(ushmemi_amo_op_t op, int dtype, void *sym, uint
     size_t size = USHMEMI_DT_SIZE(dtype);
     if ((size != 4 && size != 8) || (uintptr_t)sym % size)
         ushmemi_fatal(call, "proxy: bad atomic (%zu bytes at %p)", size, sym);
-    if (ushmemi_g.cuda_active && ushmemi_cuda_is_sym(sym))
+    if (ushmemi_g.cuda_active && ushmemi_devheap_has(sym))
         return ushmemi_cuda_proxy_amo(op, size, sym, value, cond, call);
     if (size == 4)
         USHMEMI_CPU_AMO(uint32_t, sym, op, value, cond);
