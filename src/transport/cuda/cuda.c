@@ -424,10 +424,33 @@ static int cuda_init(void)
     return 0;
 }
 
+/* What rma/, amo/, coll/ and sync/ reach device memory with (transport.h). */
+static const ushmemi_devmem_ops_t devmem_ops = {
+    .put = ushmemi_cuda_put,
+    .get = ushmemi_cuda_get,
+    .strided = ushmemi_cuda_strided,
+    .quiet = ushmemi_cuda_quiet,
+    .amo = ushmemi_cuda_amo,
+    .signal = ushmemi_cuda_signal,
+    .load = ushmemi_cuda_load,
+    .broadcast = ushmemi_cuda_broadcast,
+    .fcollect = ushmemi_cuda_fcollect,
+    .alltoall = ushmemi_cuda_alltoall,
+    .reduce = ushmemi_cuda_reduce,
+    .unmapped_why = ushmemi_cuda_unmapped_why,
+};
+
+/* The device heap is in use: the core's flag and the devmem table go
+ * together. */
+static void set_active(int on)
+{
+    ushmemi_g.cuda_active = on;
+    ushmemi_devmem = on ? &devmem_ops : NULL;
+}
+
 static void cuda_fini(void)
 {
-    ushmemi_g.cuda_active = 0;
-    ushmemi_devmem = NULL;
+    set_active(0);
     release_device();
 }
 
@@ -557,22 +580,6 @@ static int import_peer(int pe, int *fds, int nfd, void *argp)
     return rc;
 }
 
-/* What rma/, amo/, coll/ and sync/ reach device memory with (transport.h). */
-static const ushmemi_devmem_ops_t devmem_ops = {
-    .put = ushmemi_cuda_put,
-    .get = ushmemi_cuda_get,
-    .strided = ushmemi_cuda_strided,
-    .quiet = ushmemi_cuda_quiet,
-    .amo = ushmemi_cuda_amo,
-    .signal = ushmemi_cuda_signal,
-    .load = ushmemi_cuda_load,
-    .broadcast = ushmemi_cuda_broadcast,
-    .fcollect = ushmemi_cuda_fcollect,
-    .alltoall = ushmemi_cuda_alltoall,
-    .reduce = ushmemi_cuda_reduce,
-    .unmapped_why = ushmemi_cuda_unmapped_why,
-};
-
 static int cuda_attach(void)
 {
     static const char call[] = "shmem_init";
@@ -664,18 +671,15 @@ static int cuda_attach(void)
         rc = ushmemi_cuda_dev_attach(cards, call);
 out:
     free(cards);
-    if (rc == 0 && mine.state == 1) {
-        ushmemi_g.cuda_active = 1;
-        ushmemi_devmem = &devmem_ops;
-    }
+    if (rc == 0 && mine.state == 1)
+        set_active(1);
     return rc;
 }
 
 static void cuda_detach(void)
 {
     ushmemi_seg_t *seg = &ushmemi_g.seg[USHMEMI_SEG_DEVHEAP];
-    ushmemi_g.cuda_active = 0;
-    ushmemi_devmem = NULL;
+    set_active(0);
     if (!seg->peer || ushmemi_cuda.device < 0)
         return;
     ushmemi_cuda_dev_abort();
