@@ -16,10 +16,10 @@
  * on the primary context's stream the proxy's copies stalled behind the
  * application's stream waits (cuda_coll_stream at 4 PEs, with MPS and
  * without; cuda_heap at 8 PEs under MPS); on a context of its own in none of
- * those runs, at the same latency. The heap (one VMM mapping) and the page-locked bounce and
- * scratch pages (portable) are reachable from both contexts. Both lanes are
- * synchronized together (proxy_sync), and one caller's requests stay on one
- * lane, so their order holds.
+ * those runs, at the same latency. The heap (one VMM mapping) and the
+ * page-locked bounce and scratch pages (portable) are reachable from both
+ * contexts. Both lanes are synchronized together (proxy_sync), and one
+ * caller's requests stay on one lane, so their order holds.
  *
  * Every wait on a lane has a watchdog: after 5 s it says once what the lane
  * holds and what the primary context can still do (a probe on a fresh
@@ -84,6 +84,15 @@ typedef struct {
 } lane_t;
 static lane_t primary = {.name = "primary"}, own = {.name = "own context"};
 static int own_state; /* 0 not tried, 1 made, -1 not wanted or failed */
+
+/* Makes l's context current on this thread (ushmemi_cuda_ctx for lanes). */
+static void lane_current(const lane_t *l)
+{
+    CUcontext c = NULL;
+    ushmemi_cu.cuCtxGetCurrent(&c);
+    if (c != l->ctx)
+        ushmemi_cu.cuCtxSetCurrent(l->ctx);
+}
 
 static int own_wanted(void)
 {
@@ -152,10 +161,7 @@ static lane_t *lane_enter(int target, const char *call)
         primary.ctx = u->ctx;
         primary.s = u->proxy_stream;
     }
-    CUcontext c = NULL;
-    ushmemi_cu.cuCtxGetCurrent(&c);
-    if (c != l->ctx)
-        ushmemi_cu.cuCtxSetCurrent(l->ctx);
+    lane_current(l);
     __atomic_store_n(&l->used, 1, __ATOMIC_RELEASE);
     return l;
 }
@@ -280,10 +286,7 @@ static void stall_report(const lane_t *l, const char *call, double secs)
                   (unsigned long long)copied);
     if (done_within(t, 1)) /* a stream with stuck work is left alone */
         ushmemi_cu.cuStreamDestroy(t);
-    CUcontext c = NULL;
-    ushmemi_cu.cuCtxGetCurrent(&c);
-    if (c != l->ctx)
-        ushmemi_cu.cuCtxSetCurrent(l->ctx);
+    lane_current(l);
 }
 
 /* Waits for everything enqueued on lane l, with the watchdog; held: the
@@ -330,9 +333,10 @@ static int target_mem(const void *p, int device)
     return !device || ushmemi_devheap_has(p);
 }
 
-static void copy_on(lane_t *l, void *dst, const void *src, size_t n, const char *call)
+static void copy_on(lane_t *l, const char *what, void *dst, const void *src, size_t n,
+                    const char *call)
 {
-    note("copy", 0, (uintptr_t)dst, (uintptr_t)src, n);
+    note(what, 0, (uintptr_t)dst, (uintptr_t)src, n);
     CU_CHECK(
         ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, l->s),
         call);
@@ -347,7 +351,7 @@ int ushmemi_cuda_proxy_copy(void *dst, const void *src, size_t n, const char *ca
         return 0;
     pthread_mutex_lock(&ushmemi_cuda.proxy_lock);
     lane_t *l = lane_enter(target_mem(dst, dd) && target_mem(src, sd), call);
-    copy_on(l, dst, src, n, call);
+    copy_on(l, "copy", dst, src, n, call);
     lane_wait(l, call, 1);
     pthread_mutex_unlock(&ushmemi_cuda.proxy_lock);
     return 1;
@@ -366,7 +370,7 @@ void ushmemi_cuda_proxy_copy_any(void *dst, const void *src, size_t n, const cha
 void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const char *call)
 {
     pthread_mutex_lock(&ushmemi_cuda.proxy_lock);
-    copy_on(lane_enter(0, call), dst, src, n, call);
+    copy_on(lane_enter(0, call), "copy", dst, src, n, call);
     pthread_mutex_unlock(&ushmemi_cuda.proxy_lock);
 }
 
@@ -375,7 +379,7 @@ void ushmemi_cuda_proxy_copy_async(void *dst, const void *src, size_t n, const c
 void ushmemi_cuda_proxy_put_async(void *sym, const void *src, size_t n, const char *call)
 {
     pthread_mutex_lock(&ushmemi_cuda.proxy_lock);
-    copy_on(lane_enter(1, call), sym, src, n, call);
+    copy_on(lane_enter(1, call), "copy", sym, src, n, call);
     pthread_mutex_unlock(&ushmemi_cuda.proxy_lock);
 }
 
@@ -386,10 +390,7 @@ void ushmemi_cuda_proxy_sync(const char *call)
         lane_t *l = ls[i];
         if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE))
             continue;
-        CUcontext c = NULL;
-        ushmemi_cu.cuCtxGetCurrent(&c);
-        if (c != l->ctx)
-            ushmemi_cu.cuCtxSetCurrent(l->ctx);
+        lane_current(l);
         lane_wait(l, call, 0);
     }
 }
@@ -428,12 +429,11 @@ void ushmemi_cuda_proxy_signal_async(uint64_t *remote, const uint64_t *value, in
     ushmemi_cuda_t *u = &ushmemi_cuda;
     pthread_mutex_lock(&u->proxy_lock);
     lane_t *l = lane_enter(1, call);
-    note(add ? "signal add" : "signal set", 0, (uintptr_t)remote, (uintptr_t)value, 8);
-    if (add)
+    if (add) {
+        note("signal add", 0, (uintptr_t)remote, (uintptr_t)value, 8);
         ushmemi_cuda_sigadd_launch(kset(l), l->s, remote, *value, call);
-    else
-        CU_CHECK(ushmemi_cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)remote,
-                                          (CUdeviceptr)(uintptr_t)value, 8, l->s),
-                 call);
+    } else {
+        copy_on(l, "signal set", remote, value, 8, call);
+    }
     pthread_mutex_unlock(&u->proxy_lock);
 }
