@@ -85,19 +85,19 @@ static int proxy_attach(const char *call)
     int unmapped_dev = 0;
     for (int pe = 0; pe < n; pe++)
         unmapped_dev |= peer_dev[pe] != NULL;
+    int gpu_proxied = unmapped_dev && ushmemi_g.cuda_active;
     /* Other hosts' writes into this heap: their CUDA context (if it is to be
      * one of their own) made now, not at the first (~0.2 s on the H200). */
-    if (unmapped_dev && ushmemi_g.cuda_active)
+    if (gpu_proxied)
         ushmemi_proxy_hands_prepare(call);
     /* Testing without a GPU: the same ring in host memory (USHMEM_PROXY_HOST). */
     int host_ring = !ushmemi_g.cuda_active && ushmemi_env.proxy_host;
-    if (((unmapped_dev && ushmemi_g.cuda_active) || host_ring) &&
-        (rc = ushmemi_devring_start(call)) != 0) {
+    if ((gpu_proxied || host_ring) && (rc = ushmemi_devring_start(call)) != 0) {
         ushmemi_proxy_tl = NULL;
         p->detach();
         goto undo_init;
     }
-    if (unmapped_dev && ushmemi_g.cuda_active)
+    if (gpu_proxied)
         warn_bound(call);
     return 0;
 undo_init:

@@ -320,24 +320,24 @@ static void *proxy_main(void *arg)
 
 /* ---- the origin: called by the application's threads ---- */
 
-static int new_tag(void)
-{
-    return TAG_REPLY0 +
-           (int)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) % NREPLY_TAGS);
-}
-
 static _Atomic unsigned next_payload_tag;
 
-static int new_payload_tag(void)
+/* The next tag of a range (answers: next_tag from TAG_REPLY0; payloads:
+ * next_payload_tag from TAG_PAYLOAD0), NREPLY_TAGS of them in turn. */
+static int tag_in(_Atomic unsigned *next, int base)
 {
-    return TAG_PAYLOAD0 +
-           (int)(atomic_fetch_add_explicit(&next_payload_tag, 1, memory_order_relaxed) %
-                 NREPLY_TAGS);
+    return base + (int)(atomic_fetch_add_explicit(next, 1, memory_order_relaxed) % NREPLY_TAGS);
 }
 
-/* One request: the header and c payload bytes in one message. A payload in
- * device memory is staged through host memory first; a large host payload
- * goes without a copy, as one derived datatype over both pieces. */
+static int new_tag(void)
+{
+    return tag_in(&next_tag, TAG_REPLY0);
+}
+
+/* One request: the header and c payload bytes. A small payload, or one in
+ * device memory (staged through host memory first), goes in one message
+ * behind the header; a large host payload goes without a copy, as a message
+ * of its own after the header (take_payload receives it). */
 static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
 {
     int rc;
@@ -363,7 +363,7 @@ static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
          * payload struct type at 7.7 GB/s where two plain sends made 11.0
          * (1 MiB, vader, 2-core Debian host). The tag is this payload's own,
          * so requests of several threads to one PE cannot swap payloads. */
-        h->reply_tag = (uint32_t)new_payload_tag();
+        h->reply_tag = (uint32_t)tag_in(&next_payload_tag, TAG_PAYLOAD0);
         stamp(h);
         rc = MPI_Send(h, (int)sizeof *h, MPI_BYTE, pe, TAG_REQ, pcomm);
         if (rc == MPI_SUCCESS)
