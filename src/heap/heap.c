@@ -140,20 +140,38 @@ static char *arena_base(void)
  * touch the new object on a peer that has not allocated it yet. */
 /* SHMEM_DEBUG: every PE must ask for the same size and alignment, or the heaps
  * silently stop being symmetric. Each PE publishes its request in its internal
- * region; after a barrier each compares with every peer it maps; a second
- * barrier keeps the next call from overwriting a request still being read. */
+ * region, with the number of this allocation call (word 2; 0 outside one, so a
+ * PE whose barrier or other collective met this call's barrier is named as not
+ * allocating rather than by its previous request); after a barrier each
+ * compares with every peer it maps; a second barrier keeps the next call from
+ * overwriting a request still being read. */
 static void debug_check_request(size_t size, size_t align, const char *call)
 {
+    static _Atomic uint64_t calls;
     _Atomic uint64_t *mine = ushmemi_g.sync->alloc_check;
+    uint64_t nth = atomic_fetch_add(&calls, 1) + 1;
     atomic_store(&mine[0], size);
     atomic_store(&mine[1], align);
+    atomic_store(&mine[2], nth);
     ushmemi_sync_world();
     for (int pe = 0; pe < ushmemi_g.n_pes; pe++) {
         const ushmemi_sync_region_t *peer = ushmemi_peer_sync(pe);
         if (!peer)
             continue;
+        uint64_t pnth = atomic_load(&peer->alloc_check[2]);
         uint64_t psize = atomic_load(&peer->alloc_check[0]);
         uint64_t palign = atomic_load(&peer->alloc_check[1]);
+        if (pnth == 0)
+            ushmemi_fatal(call,
+                          "PE %d is not in a symmetric allocation (it is in another collective "
+                          "call) while this PE asks for %zu bytes: every PE must make the same "
+                          "allocation calls in the same order",
+                          pe, size);
+        if (pnth != nth)
+            ushmemi_fatal(call,
+                          "PE %d is in its symmetric allocation call %llu, this PE in its call "
+                          "%llu: every PE must make the same allocation calls in the same order",
+                          pe, (unsigned long long)pnth, (unsigned long long)nth);
         if (psize != size || palign != align)
             ushmemi_fatal(call,
                           "PE %d asked for %llu bytes (alignment %llu), this PE for %zu (%zu): "
@@ -161,6 +179,7 @@ static void debug_check_request(size_t size, size_t align, const char *call)
                           pe, (unsigned long long)psize, (unsigned long long)palign, size, align);
     }
     ushmemi_sync_world();
+    atomic_store(&mine[2], 0);
 }
 
 static void *heap_alloc(size_t size, size_t align, const char *call)

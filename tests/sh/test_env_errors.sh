@@ -36,4 +36,12 @@ printf '#include <shmem.h>\nint main(void){shmem_init();void *p=shmem_malloc(shm
 out=$(SHMEM_DEBUG=1 SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$USHRUN" -n 2 "$tmp/m" 2>&1); rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "shmem_malloc: PE . asked for .* bytes.*must be the same on every PE" <<<"$out"; then echo "PASS debug: mismatched malloc sizes"
 else echo "FAIL debug: mismatched malloc sizes (rc $rc): $out"; fail=1; fi
+# SHMEM_DEBUG: a PE in a barrier while another allocates is named as not
+# allocating, not by the size of its previous (matching) request
+printf '#include <shmem.h>\nint main(void){shmem_init();void *a=shmem_malloc(512);if(shmem_my_pe()==0){void *b=shmem_malloc(512);shmem_free(b);}else shmem_barrier_all();shmem_free(a);shmem_finalize();return 0;}\n' > "$tmp/n.c"
+"$BUILD_DIR/tools/ushcc" "$tmp/n.c" -o "$tmp/n" || exit 1
+out=$(SHMEM_DEBUG=1 SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$USHRUN" -n 2 "$tmp/n" 2>&1); rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "shmem_malloc: PE 1 is not in a symmetric allocation" <<<"$out" &&
+   ! grep -q "asked for" <<<"$out"; then echo "PASS debug: PE not allocating"
+else echo "FAIL debug: PE not allocating (rc $rc): $out"; fail=1; fi
 exit $fail
