@@ -82,6 +82,9 @@ static int init_locked(const ushmemi_bootstrap_t *bs_in, int requested, const ch
     rc = ushmemi_heap_init(call);
     if (rc)
         goto undo_bootstrap;
+    rc = ushmemi_local_agree(call);
+    if (rc)
+        goto undo_heap;
     rc = ushmemi_dataseg_init(call);
     if (rc)
         goto undo_heap;

@@ -59,6 +59,12 @@ typedef enum {
       "Host symmetric heap size per PE (K/M/G/T suffixes)")                                        \
     X(device_heap_size, SIZE, "1G", "USHMEM_DEVICE_HEAP_SIZE",                                     \
       "Device symmetric heap size per PE (CUDA builds)")                                           \
+    X(local_heap_size, SIZE, "0", "USHMEM_LOCAL_HEAP_SIZE",                                        \
+      "Part of the host heap set aside for shmemx_malloc_local (blocks one PE allocates and "      \
+      "frees alone); the same on every PE")                                                        \
+    X(device_local_heap_size, SIZE, "0", "USHMEM_DEVICE_LOCAL_HEAP_SIZE",                          \
+      "Part of the device heap set aside for shmemx_malloc_local (the torch symmetric-memory "     \
+      "backend allocates there); the same on every PE")                                            \
     X(transports, STR, "shm", "USHMEM_TRANSPORTS",                                                 \
       "Comma-separated transports in order of preference (shm,cuda,mpi)")                          \
     X(bootstrap, STR, "auto", "USHMEM_BOOTSTRAP",                                                  \

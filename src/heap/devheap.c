@@ -17,8 +17,14 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int ushmemi_devheap_init(char *arena, size_t size, const char *call)
 {
-    int rc = ushmemi_alloc_create(&dev_arena, size, USHMEMI_CUDA_HEAP_ALIGN);
+    size_t collective;
+    int rc = ushmemi_local_split(USHMEMI_LOCAL_DEVICE, arena, size, USHMEMI_CUDA_HEAP_ALIGN,
+                                 &collective, call);
+    if (rc)
+        return rc;
+    rc = ushmemi_alloc_create(&dev_arena, collective, USHMEMI_CUDA_HEAP_ALIGN);
     if (rc) {
+        ushmemi_local_fini(USHMEMI_LOCAL_DEVICE);
         ushmemi_error(call, "cannot set up the device heap allocator: %s", ushmemi_strerror(rc));
         return rc;
     }
@@ -32,6 +38,7 @@ void ushmemi_devheap_fini(void)
     if (dev_arena)
         ushmemi_alloc_destroy(dev_arena);
     dev_arena = NULL;
+    ushmemi_local_fini(USHMEMI_LOCAL_DEVICE);
     dev_base = NULL;
     dev_size = 0;
 }

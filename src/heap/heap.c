@@ -79,7 +79,12 @@ int ushmemi_heap_init(const char *call)
         rc = USHMEM_ENOMEM;
         goto close_fd;
     }
-    rc = ushmemi_alloc_create(&arena, total - USHMEMI_INTERNAL_SIZE, HEAP_MIN_ALIGN);
+    size_t collective;
+    rc = ushmemi_local_split(USHMEMI_LOCAL_HOST, (char *)base + USHMEMI_INTERNAL_SIZE,
+                             total - USHMEMI_INTERNAL_SIZE, HEAP_MIN_ALIGN, &collective, call);
+    if (rc)
+        goto unmap;
+    rc = ushmemi_alloc_create(&arena, collective, HEAP_MIN_ALIGN);
     if (rc)
         goto unmap;
     rc = ushmemi_reg_create(&registry);
@@ -106,6 +111,7 @@ destroy_arena:
     ushmemi_alloc_destroy(arena);
     arena = NULL;
 unmap:
+    ushmemi_local_fini(USHMEMI_LOCAL_HOST);
     munmap(base, total);
 close_fd:
     close(fd);
@@ -128,6 +134,7 @@ void ushmemi_heap_fini(void)
     registry = NULL;
     ushmemi_alloc_destroy(arena);
     arena = NULL;
+    ushmemi_local_fini(USHMEMI_LOCAL_HOST);
 }
 
 static char *arena_base(void)
@@ -305,6 +312,10 @@ USHMEMI_API void shmem_free(void *ptr)
     ushmemi_sync_world();
     if (!ptr)
         return;
+    if (USHMEMI_UNLIKELY(ushmemi_local_has(ptr))) {
+        ushmemi_error(call, "%p is a local block: free it with shmemx_free_local", ptr);
+        return;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_devheap_has(ptr)) { /* cuda hook */
         ushmemi_devheap_free(ptr, call);
         return;
@@ -332,6 +343,11 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     }
     ushmemi_quiet(SHMEM_CTX_DEFAULT);
     ushmemi_sync_world();
+    if (USHMEMI_UNLIKELY(ushmemi_local_has(ptr))) {
+        ushmemi_error(call, "%p is a local block: shmem_realloc takes collective blocks only", ptr);
+        ushmemi_sync_world();
+        return NULL;
+    }
     if (USHMEMI_UNLIKELY(ushmemi_g.cuda_active) && ushmemi_devheap_has(ptr)) /* cuda hook */
         return ushmemi_devheap_realloc(ptr, size, call);
     pthread_mutex_lock(&heap_lock);

@@ -21,4 +21,16 @@ void ushmemi_dataseg_fini(void);
 int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
                          const void *ptr, size_t *off, const char *call);
 
+/* Local blocks (heap/local.c). A heap's user part [user, user+user_size) is
+ * split at init: the local part (its variable's size, rounded to 2 MiB, at the
+ * top) and the collective arena below, whose size goes to *collective. */
+enum { USHMEMI_LOCAL_HOST, USHMEMI_LOCAL_DEVICE };
+int ushmemi_local_split(int which, char *user, size_t user_size, size_t min_align,
+                        size_t *collective, const char *call);
+void ushmemi_local_fini(int which);
+/* 1 if ptr is inside the local part of either heap. */
+int ushmemi_local_has(const void *ptr);
+/* Init, every PE: the local sizes are the same everywhere, or one line and EINVAL. */
+int ushmemi_local_agree(const char *call);
+
 #endif
