@@ -25,6 +25,14 @@
 #define USHMEM_CAPI_NAME    "ushmem._ushmem._C_API"
 #define USHMEM_CAPI_VERSION 1
 
+/* The constants the entries take, as in shmem.h / shmemx.h (which extension
+ * builds need not have): _capi.c checks that they agree. */
+#define USHMEM_CAPI_MALLOC_HOST   (1L << 16) /* SHMEMX_MALLOC_HOST */
+#define USHMEM_CAPI_MALLOC_DEVICE (1L << 17) /* SHMEMX_MALLOC_DEVICE */
+#define USHMEM_CAPI_SIGNAL_SET    0          /* SHMEM_SIGNAL_SET */
+#define USHMEM_CAPI_SIGNAL_ADD    1          /* SHMEM_SIGNAL_ADD */
+#define USHMEM_CAPI_CMP_EQ        0          /* SHMEM_CMP_EQ */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
