@@ -1,0 +1,536 @@
+// ushmem as a torch symmetric-memory backend: symm_mem.set_backend("USHMEM").
+//
+// Built against the installed torch by ushmem/interop/torch_symm_mem.py (the
+// interface is torch's alpha SymmetricMemory.hpp; it changes between
+// releases, so the module is compiled per torch version and cached). It uses
+// the library instance of the ushmem package through its capsule
+// (ushmem_capi.h), handed over by the Python module before any allocation.
+//
+// Allocation is local: torch's allocator is not collective (it allocates when
+// one rank's pool grows and frees from garbage collection), so a block comes
+// from the local part of this PE's device heap (shmemx_malloc_local; every
+// peer maps the whole heap) and peers learn its offset at rendezvous, through
+// the group's c10d store. A free never waits for a peer: it is deferred until
+// the work the current stream had queued on the block is done.
+//
+// Each block is [buffer | signal pad]; the pad is zeroed before the block is
+// handed out. barrier/put_signal/wait_signal are ushmem stream operations on
+// 64-bit pad words (stream memory operations on mapped peers, the proxy for
+// peers on other hosts): no spinning kernel, so several ranks per GPU work
+// without MPS. A timeout (ms, 0 = none) is kept by a watchdog thread that ends
+// the job with one line if the wait has not finished by then (torch's CUDA
+// backend traps the kernel instead).
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+#include <torch/csrc/distributed/c10d/symm_mem/SymmetricMemory.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "../ushmem_capi.h"
+
+namespace ushmem_symm {
+
+using c10d::symmetric_memory::SymmetricMemory;
+using c10d::symmetric_memory::SymmetricMemoryAllocator;
+
+static const ushmem_capi_t *capi = nullptr;
+
+static const ushmem_capi_t *api(const char *call)
+{
+    TORCH_CHECK(capi != nullptr, "ushmem symm_mem ", call,
+                ": the backend was loaded without ushmem; import "
+                "ushmem.interop.torch_symm_mem instead of loading the library by hand");
+    TORCH_CHECK(capi->initialized(), "ushmem symm_mem ", call,
+                ": ushmem is not initialized: call ushmem.interop.torch_symm_mem.enable() "
+                "(or ushmem.init_with_torch()) on every rank before allocating");
+    return capi;
+}
+
+static void cuda_check(cudaError_t e, const char *what)
+{
+    TORCH_CHECK(e == cudaSuccess, "ushmem symm_mem: ", what, ": ", cudaGetErrorString(e));
+}
+
+static size_t round_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+// ---- watchdog for timed waits ----
+
+struct Watch {
+    cudaEvent_t done;
+    std::chrono::steady_clock::time_point deadline;
+    std::string what;
+    int device;
+};
+
+class Watchdog {
+  public:
+    void add(cudaStream_t stream, int device, size_t timeout_ms, std::string what)
+    {
+        cudaEvent_t ev;
+        cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+        cuda_check(cudaEventRecord(ev, stream), "cudaEventRecord");
+        std::lock_guard<std::mutex> g(mu_);
+        watches_.push_back({ev, std::chrono::steady_clock::now() +
+                                    std::chrono::milliseconds(timeout_ms),
+                            std::move(what), device});
+        if (!thread_.joinable())
+            thread_ = std::thread([this] { run(); });
+        cv_.notify_one();
+    }
+
+  private:
+    void run()
+    {
+        std::unique_lock<std::mutex> g(mu_);
+        for (;;) {
+            cv_.wait(g, [this] { return !watches_.empty(); });
+            auto now = std::chrono::steady_clock::now();
+            for (auto it = watches_.begin(); it != watches_.end();) {
+                cudaSetDevice(it->device);
+                cudaError_t q = cudaEventQuery(it->done);
+                if (q == cudaSuccess) {
+                    cudaEventDestroy(it->done);
+                    it = watches_.erase(it);
+                } else if (q == cudaErrorNotReady && now < it->deadline) {
+                    ++it;
+                } else {
+                    std::fprintf(stderr, "ushmem: PE %d: %s\n", capi ? capi->my_pe() : -1,
+                                 q == cudaErrorNotReady ? it->what.c_str()
+                                                        : cudaGetErrorString(q));
+                    std::fflush(stderr);
+                    if (capi)
+                        capi->global_exit(1);
+                    std::_Exit(1);
+                }
+            }
+            g.unlock();
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+            g.lock();
+        }
+    }
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Watch> watches_;
+    std::thread thread_;
+};
+
+static Watchdog *watchdog()
+{
+    static Watchdog *w = new Watchdog(); // never destroyed: its thread lives to the end
+    return w;
+}
+
+// ---- allocations ----
+
+struct Block {
+    void *ptr;
+    size_t size;    // what torch asked for
+    size_t pad_off; // signal pad: ptr + pad_off, get_signal_pad_size() bytes, zeroed
+    int device;
+};
+
+// What every group member publishes at rendezvous.
+struct Card {
+    int32_t pe;
+    int32_t device;
+    uint64_t buf_off; // offset in the device heap
+    uint64_t size;
+    uint64_t pad_off; // of the pad, in the device heap
+};
+
+class UshmemPeerInfo : public c10::intrusive_ptr_target {
+  public:
+    UshmemPeerInfo(const Block &b, const std::string &group_name) : device_(b.device), size_(b.size)
+    {
+        const ushmem_capi_t *u = api("rendezvous");
+        c10::cuda::CUDAGuard guard(device_);
+        auto group = c10d::resolve_process_group(group_name);
+        rank_ = group->getRank();
+        world_ = group->getSize();
+        auto store = group->getStore();
+        size_t boff = 0, poff = 0;
+        TORCH_CHECK(u->heap_offset(b.ptr, &boff) == USHMEM_CAPI_MALLOC_DEVICE &&
+                        u->heap_offset(static_cast<char *>(b.ptr) + b.pad_off, &poff) ==
+                            USHMEM_CAPI_MALLOC_DEVICE,
+                    "ushmem symm_mem rendezvous: the block is not on the device heap");
+        Card mine{u->my_pe(), device_, boff, b.size, poff};
+        uint64_t seq = next_seq(group_name);
+        auto key = [&](uint64_t s, int r) {
+            return "ushmem_symm/" + group_name + "/" + std::to_string(s) + "/" + std::to_string(r);
+        };
+        const uint8_t *mp = reinterpret_cast<const uint8_t *>(&mine);
+        store->set(key(seq, rank_), std::vector<uint8_t>(mp, mp + sizeof mine));
+        cards_.resize(world_);
+        for (int r = 0; r < world_; r++) {
+            if (r == rank_) {
+                cards_[r] = mine;
+                continue;
+            }
+            store->wait({key(seq, r)});
+            auto v = store->get(key(seq, r));
+            TORCH_CHECK(v.size() == sizeof(Card), "ushmem symm_mem rendezvous: rank ", r,
+                        " published a record of ", v.size(), " bytes (another ushmem version?)");
+            std::memcpy(&cards_[r], v.data(), sizeof(Card));
+            TORCH_CHECK(cards_[r].size == b.size, "ushmem symm_mem rendezvous: rank ", r,
+                        " has a ", cards_[r].size, "-byte buffer, this rank ", b.size,
+                        ": symmetric tensors must be the same size on every rank");
+        }
+        // Everyone has read every record of rendezvous seq - 1 by now (they all
+        // published seq), so this rank's older record can go.
+        if (seq >= 1)
+            store->deleteKey(key(seq - 1, rank_));
+        direct_ = true;
+        for (int r = 0; r < world_; r++) {
+            ranks_.push_back(cards_[r].pe);
+            if (r == rank_) {
+                buffers_.push_back(b.ptr);
+                pads_.push_back(static_cast<char *>(b.ptr) + b.pad_off);
+                continue;
+            }
+            void *bp = u->ptr(u->heap_addr(cards_[r].buf_off, USHMEM_CAPI_MALLOC_DEVICE),
+                              cards_[r].pe);
+            void *pp = u->ptr(u->heap_addr(cards_[r].pad_off, USHMEM_CAPI_MALLOC_DEVICE),
+                              cards_[r].pe);
+            direct_ = direct_ && bp && pp;
+            buffers_.push_back(bp); // NULL: a peer on another host (the proxy reaches it)
+            pads_.push_back(pp);
+        }
+        size_t n = sizeof(void *) * world_;
+        buffers_dev_ = static_cast<void **>(c10::cuda::CUDACachingAllocator::raw_alloc(n));
+        pads_dev_ = static_cast<void **>(c10::cuda::CUDACachingAllocator::raw_alloc(n));
+        ranks_dev_ = static_cast<int *>(
+            c10::cuda::CUDACachingAllocator::raw_alloc(sizeof(int) * world_));
+        cuda_check(cudaMemcpy(buffers_dev_, buffers_.data(), n, cudaMemcpyHostToDevice), "copy");
+        cuda_check(cudaMemcpy(pads_dev_, pads_.data(), n, cudaMemcpyHostToDevice), "copy");
+        cuda_check(cudaMemcpy(ranks_dev_, ranks_.data(), sizeof(int) * world_,
+                              cudaMemcpyHostToDevice),
+                   "copy");
+    }
+
+    ~UshmemPeerInfo() override
+    {
+        if (c10d::symmetric_memory::is_finalizing())
+            return;
+        c10::cuda::CUDACachingAllocator::raw_delete(buffers_dev_);
+        c10::cuda::CUDACachingAllocator::raw_delete(pads_dev_);
+        c10::cuda::CUDACachingAllocator::raw_delete(ranks_dev_);
+    }
+
+    // The address, in this PE's heap, of peer r's pad word `word`: what
+    // ushmem's calls take with r's PE number.
+    uint64_t *pad_word(int r, size_t word) const
+    {
+        return static_cast<uint64_t *>(capi->heap_addr(cards_[r].pad_off + word * 8,
+                                                       USHMEM_CAPI_MALLOC_DEVICE));
+    }
+
+    int device_, rank_ = 0, world_ = 0;
+    size_t size_;
+    bool direct_ = false;
+    std::vector<Card> cards_;
+    std::vector<int> ranks_;
+    std::vector<void *> buffers_, pads_;
+    void **buffers_dev_ = nullptr, **pads_dev_ = nullptr;
+    int *ranks_dev_ = nullptr;
+
+  private:
+    static uint64_t next_seq(const std::string &group)
+    {
+        static std::mutex mu;
+        static std::unordered_map<std::string, uint64_t> seqs;
+        std::lock_guard<std::mutex> g(mu);
+        return seqs[group]++;
+    }
+};
+
+class UshmemSymmetricMemory : public SymmetricMemory {
+  public:
+    UshmemSymmetricMemory(c10::intrusive_ptr<UshmemPeerInfo> info, size_t offset)
+        : info_(std::move(info)), offset_(offset)
+    {
+    }
+
+    std::vector<void *> get_buffer_ptrs() override { return info_->buffers_; }
+    std::vector<void *> get_signal_pad_ptrs() override { return info_->pads_; }
+    void **get_buffer_ptrs_dev() override { return info_->buffers_dev_; }
+    void **get_signal_pad_ptrs_dev() override { return info_->pads_dev_; }
+    size_t get_buffer_size() override { return info_->size_; }
+    size_t get_offset() override { return offset_; }
+    bool has_multicast_support() override { return false; }
+    void *get_multicast_ptr() override { return nullptr; }
+    int get_rank() override { return info_->rank_; }
+    int get_world_size() override { return info_->world_; }
+    c10::Device get_device() override { return c10::Device(c10::DeviceType::CUDA, info_->device_); }
+    const std::vector<int> &get_rank_to_global_rank() override { return info_->ranks_; }
+    int *get_rank_to_global_rank_dev() override { return info_->ranks_dev_; }
+    bool world_within_direct_access() override { return info_->direct_; }
+    const c10::intrusive_ptr<UshmemPeerInfo> &info() const { return info_; }
+
+    // Channel c's word for source rank s: pad word c * world + s (64-bit words).
+    void put_signal(int dst_rank, int channel, size_t timeout_ms) override
+    {
+        (void)timeout_ms; // a signal never waits
+        check(dst_rank, channel, "put_signal");
+        c10::cuda::CUDAGuard guard(info_->device_);
+        auto stream = reinterpret_cast<ushmem_capi_stream_t>(
+            at::cuda::getCurrentCUDAStream().stream());
+        capi->signal_op_on_stream(info_->pad_word(dst_rank, word(channel, info_->rank_)), 1,
+                                  USHMEM_CAPI_SIGNAL_SET, info_->cards_[dst_rank].pe, stream);
+    }
+
+    void wait_signal(int src_rank, int channel, size_t timeout_ms) override
+    {
+        check(src_rank, channel, "wait_signal");
+        c10::cuda::CUDAGuard guard(info_->device_);
+        cudaStream_t cs = at::cuda::getCurrentCUDAStream().stream();
+        auto stream = reinterpret_cast<ushmem_capi_stream_t>(cs);
+        int me = info_->rank_;
+        uint64_t *w = info_->pad_word(me, word(channel, src_rank));
+        capi->signal_wait_until_on_stream(w, USHMEM_CAPI_CMP_EQ, 1, stream);
+        capi->signal_op_on_stream(w, 0, USHMEM_CAPI_SIGNAL_SET, info_->cards_[me].pe, stream);
+        if (timeout_ms)
+            watchdog()->add(cs, info_->device_, timeout_ms,
+                            "symm_mem wait_signal: no signal from rank " +
+                                std::to_string(src_rank) + " on channel " +
+                                std::to_string(channel) + " within " +
+                                std::to_string(timeout_ms) + " ms (rank " + std::to_string(me) +
+                                " of " + std::to_string(info_->world_) + "); ending the job");
+    }
+
+    void barrier(int channel, size_t timeout_ms) override
+    {
+        int me = info_->rank_, n = info_->world_;
+        for (int r = 0; r < n; r++)
+            if (r != me)
+                put_signal(r, channel, timeout_ms);
+        for (int r = 0; r < n; r++)
+            if (r != me)
+                wait_signal(r, channel, timeout_ms);
+    }
+
+  private:
+    size_t word(int channel, int rank) const
+    {
+        return static_cast<size_t>(channel) * info_->world_ + rank;
+    }
+
+    void check(int rank, int channel, const char *call) const
+    {
+        api(call);
+        TORCH_CHECK(rank >= 0 && rank < info_->world_, "ushmem symm_mem ", call, ": rank ", rank,
+                    " is not in [0, ", info_->world_, ")");
+        TORCH_CHECK(rank != info_->rank_, "ushmem symm_mem ", call, ": rank ", rank,
+                    " is this rank");
+        TORCH_CHECK(channel >= 0, "ushmem symm_mem ", call, ": channel ", channel,
+                    " is negative");
+        size_t need = (word(channel, info_->world_ - 1) + 1) * 8;
+        TORCH_CHECK(need <= c10d::symmetric_memory::get_signal_pad_size(), "ushmem symm_mem ",
+                    call, ": channel ", channel, " needs a ", need,
+                    "-byte signal pad; it has ", c10d::symmetric_memory::get_signal_pad_size(),
+                    " (symm_mem.set_signal_pad_size)");
+    }
+
+    c10::intrusive_ptr<UshmemPeerInfo> info_;
+    size_t offset_;
+};
+
+class UshmemAllocator : public SymmetricMemoryAllocator {
+  public:
+    void *alloc(size_t size, int device_idx, const std::optional<std::string> &group_name) override
+    {
+        (void)group_name; // rendezvous names the group
+        const ushmem_capi_t *u = api("alloc");
+        check_device(device_idx);
+        c10::cuda::CUDAGuard guard(device_idx);
+        std::lock_guard<std::mutex> g(mu_);
+        reap(false);
+        size_t pad = c10d::symmetric_memory::get_signal_pad_size();
+        size_t pad_off = round_up(size ? size : 1, 256);
+        void *p = u->malloc_local(pad_off + pad, 256, USHMEM_CAPI_MALLOC_DEVICE);
+        if (!p && !pending_.empty()) { // blocks still waiting for their streams
+            reap(true);
+            p = u->malloc_local(pad_off + pad, 256, USHMEM_CAPI_MALLOC_DEVICE);
+        }
+        TORCH_CHECK(p != nullptr, "ushmem symm_mem alloc: no room for ", size,
+                    " bytes in the local part of the device heap (its line above says why; "
+                    "raise USHMEM_DEVICE_LOCAL_HEAP_SIZE / USHMEM_DEVICE_HEAP_SIZE before "
+                    "enable())");
+        cudaStream_t side = zero_stream();
+        cuda_check(cudaMemsetAsync(static_cast<char *>(p) + pad_off, 0, pad, side), "memset");
+        cuda_check(cudaStreamSynchronize(side), "memset");
+        blocks_[p] = Block{p, size, pad_off, device_idx};
+        return p;
+    }
+
+    // Never waits for a peer (torch frees from garbage collection): the block
+    // goes back once the work queued on the current stream is done.
+    void free(void *ptr) override
+    {
+        if (c10d::symmetric_memory::is_finalizing() || !capi || !capi->initialized())
+            return;
+        std::lock_guard<std::mutex> g(mu_);
+        auto it = blocks_.find(ptr);
+        if (it == blocks_.end())
+            return;
+        c10::cuda::CUDAGuard guard(it->second.device);
+        cudaEvent_t ev;
+        cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+        cuda_check(cudaEventRecord(ev, at::cuda::getCurrentCUDAStream().stream()),
+                   "cudaEventRecord");
+        pending_.push_back({ptr, ev});
+        for (auto s = handles_.begin(); s != handles_.end();)
+            s = s->first.first == ptr ? handles_.erase(s) : std::next(s);
+        blocks_.erase(it);
+        reap(false);
+    }
+
+    size_t get_alloc_size(void *ptr) override
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        auto it = blocks_.find(ptr);
+        TORCH_CHECK(it != blocks_.end(), "ushmem symm_mem: ", ptr,
+                    " was not allocated by the USHMEM backend");
+        return it->second.size;
+    }
+
+    bool has_allocation(void *ptr)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        return find(ptr) != nullptr;
+    }
+
+    c10::intrusive_ptr<SymmetricMemory> rendezvous(
+        void *ptr, const std::optional<std::string> &group_name) override
+    {
+        api("rendezvous");
+        TORCH_CHECK(group_name.has_value(), "ushmem symm_mem rendezvous: no group given");
+        std::unique_lock<std::mutex> g(mu_);
+        const Block *b = find(ptr);
+        TORCH_CHECK(b != nullptr, "ushmem symm_mem rendezvous: ", ptr,
+                    " is not in a block of the USHMEM backend");
+        Block blk = *b;
+        auto key = std::make_pair(blk.ptr, *group_name);
+        auto it = handles_.find(key);
+        c10::intrusive_ptr<UshmemSymmetricMemory> base;
+        if (it != handles_.end()) {
+            base = it->second;
+        } else {
+            g.unlock(); // the exchange waits for peers: not under the lock
+            auto info = c10::make_intrusive<UshmemPeerInfo>(blk, *group_name);
+            base = c10::make_intrusive<UshmemSymmetricMemory>(info, 0);
+            g.lock();
+            handles_[key] = base;
+        }
+        size_t off = static_cast<char *>(ptr) - static_cast<char *>(blk.ptr);
+        if (off == 0)
+            return base;
+        return c10::make_intrusive<UshmemSymmetricMemory>(base->info(), off);
+    }
+
+    bool has_multicast_support(int device_idx) override
+    {
+        (void)device_idx;
+        return false;
+    }
+    c10::DeviceType supported_device_type() override { return c10::DeviceType::CUDA; }
+    std::string name() override { return "USHMEM"; }
+
+  private:
+    struct Pending {
+        void *ptr;
+        cudaEvent_t done;
+    };
+
+    const Block *find(void *ptr)
+    {
+        auto it = blocks_.upper_bound(ptr);
+        if (it == blocks_.begin())
+            return nullptr;
+        --it;
+        auto p = reinterpret_cast<uintptr_t>(ptr), b = reinterpret_cast<uintptr_t>(it->first);
+        return p < b + it->second.size ? &it->second : nullptr;
+    }
+
+    // Give back deferred blocks whose streams are done (all of them: wait).
+    void reap(bool wait)
+    {
+        for (auto it = pending_.begin(); it != pending_.end();) {
+            if (wait)
+                cudaEventSynchronize(it->done);
+            if (cudaEventQuery(it->done) == cudaSuccess) {
+                cudaEventDestroy(it->done);
+                capi->free_local(it->ptr);
+                it = pending_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    void check_device(int device_idx)
+    {
+        if (heap_device_ < 0) {
+            void *base = capi->heap_addr(0, USHMEM_CAPI_MALLOC_DEVICE);
+            TORCH_CHECK(base != nullptr, "ushmem symm_mem alloc: this PE has no device heap "
+                                         "(no CUDA device was bound at ushmem's init)");
+            cudaPointerAttributes a{};
+            cuda_check(cudaPointerGetAttributes(&a, base), "cudaPointerGetAttributes");
+            heap_device_ = a.device;
+        }
+        TORCH_CHECK(device_idx == heap_device_, "ushmem symm_mem alloc: cuda:", device_idx,
+                    " asked for, but this PE's device heap is on cuda:", heap_device_);
+    }
+
+    cudaStream_t zero_stream()
+    {
+        if (!zero_)
+            cuda_check(cudaStreamCreateWithFlags(&zero_, cudaStreamNonBlocking), "stream");
+        return zero_;
+    }
+
+    std::mutex mu_;
+    std::map<void *, Block> blocks_;
+    std::deque<Pending> pending_;
+    std::map<std::pair<void *, std::string>, c10::intrusive_ptr<UshmemSymmetricMemory>> handles_;
+    int heap_device_ = -1;
+    cudaStream_t zero_ = nullptr;
+};
+
+} // namespace ushmem_symm
+
+// The Python module hands the package's capsule table over before use.
+extern "C" __attribute__((visibility("default"))) int ushmem_symm_mem_set_capi(const void *table)
+{
+    auto t = static_cast<const ushmem_capi_t *>(table);
+    if (!t || t->version < 1 || t->size < sizeof(ushmem_capi_t))
+        return -1;
+    ushmem_symm::capi = t;
+    return 0;
+}
+
+namespace {
+struct Register {
+    Register()
+    {
+        c10d::symmetric_memory::register_availability(
+            "USHMEM", c10::make_intrusive<ushmem_symm::UshmemAllocator>());
+    }
+};
+Register register_ushmem;
+} // namespace
