@@ -142,3 +142,37 @@ def test_alloc_free_cycles_do_not_grow(sm):
     big = sm.empty(local * 3 // 4, dtype=torch.uint8, device=_dev())
     assert big.numel() == local * 3 // 4
     del big
+
+
+def test_ushmem_ops_put_get_signal(sm, me, npes, data):
+    """torch.ops.ushmem.put/get/put_signal/wait_signal between world ranks (= PEs): each
+    rank owns slot `me` of a symmetric tensor, so no two ranks write one place."""
+    import torch
+    n = 257
+    t = sm.empty(npes * n, dtype=torch.float32, device=_dev())
+    sig = sm.empty(1, dtype=torch.int64, device=_dev())
+    t.zero_()
+    sig.zero_()
+    h = sm.rendezvous(t, _world())
+    sm.rendezvous(sig, _world())
+    right, left = (me + 1) % npes, (me - 1) % npes
+    slot = lambda pe: t[pe * n:(pe + 1) * n]  # noqa: E731
+    ref = {pe: torch.from_numpy(data.array(pe, n, "float32")) for pe in range(npes)}
+    h.barrier(channel=0)
+    slot(me).copy_(ref[me].to(_dev()))
+    torch.ops.ushmem.put_signal(slot(me), sig, 5, right)
+    torch.ops.ushmem.wait_signal(sig, 5)
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(slot(left).cpu(), ref[left])
+    h.barrier(channel=0)
+    torch.ops.ushmem.get(slot(right), right)  # right's own slot holds right's data
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(slot(right).cpu(), ref[right])
+    h.barrier(channel=0)
+    slot(me).mul_(2)
+    torch.ops.ushmem.put(slot(me), left)
+    h.barrier(channel=0)
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(slot(right).cpu(), ref[right] * 2)
+    with pytest.raises(RuntimeError, match="is in no rendezvous|not in a block"):
+        torch.ops.ushmem.put(torch.zeros(4, device=_dev()), right)

@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/symm_mem/SymmetricMemory.hpp>
+#include <torch/library.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -409,6 +410,29 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
         return it->second.size;
     }
 
+    // For torch.ops.ushmem: where PE pe's copy of [ptr, ptr + nbytes) is, as an
+    // address of this PE's heap (what ushmem's calls take with pe), from any
+    // rendezvous of ptr's block that includes pe.
+    void *peer_addr(const void *ptr, size_t nbytes, int pe, const char *call)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        const Block *b = find(const_cast<void *>(ptr));
+        TORCH_CHECK(b != nullptr, "ushmem.", call, ": the tensor is not in a block of the "
+                                  "USHMEM backend (symm_mem.empty after enable())");
+        size_t off = static_cast<const char *>(ptr) - static_cast<const char *>(b->ptr);
+        TORCH_CHECK(off + nbytes <= b->size, "ushmem.", call, ": ", nbytes, " bytes at offset ",
+                    off, " run past the ", b->size, "-byte block");
+        for (auto &h : handles_) {
+            if (h.first.first != b->ptr)
+                continue;
+            for (const Card &c : h.second->info()->cards_)
+                if (c.pe == pe)
+                    return u_heap_addr(c.buf_off + off);
+        }
+        TORCH_CHECK(false, "ushmem.", call, ": PE ", pe, " is in no rendezvous of this tensor "
+                           "(symm_mem.rendezvous it on a group holding that rank first)");
+    }
+
     bool has_allocation(void *ptr)
     {
         std::lock_guard<std::mutex> g(mu_);
@@ -452,6 +476,11 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
     std::string name() override { return "USHMEM"; }
 
   private:
+    static void *u_heap_addr(size_t off)
+    {
+        return capi->heap_addr(off, USHMEM_CAPI_MALLOC_DEVICE);
+    }
+
     struct Pending {
         void *ptr;
         cudaEvent_t done;
@@ -525,12 +554,103 @@ extern "C" __attribute__((visibility("default"))) int ushmem_symm_mem_set_capi(c
 }
 
 namespace {
+
+c10::intrusive_ptr<ushmem_symm::UshmemAllocator> &allocator()
+{
+    static auto *a = new c10::intrusive_ptr<ushmem_symm::UshmemAllocator>(
+        c10::make_intrusive<ushmem_symm::UshmemAllocator>());
+    return *a;
+}
+
 struct Register {
-    Register()
-    {
-        c10d::symmetric_memory::register_availability(
-            "USHMEM", c10::make_intrusive<ushmem_symm::UshmemAllocator>());
-    }
+    Register() { c10d::symmetric_memory::register_availability("USHMEM", allocator()); }
 };
 Register register_ushmem;
+
+// ---- torch.ops.ushmem: what torch ties to NVSHMEM, on the USHMEM backend ----
+// PE numbers are ushmem's (the world ranks when enable() started ushmem over the
+// world group). All run on the current stream; peers on other hosts go through
+// ushmem's proxy.
+
+using ushmem_symm::api;
+
+ushmem_capi_stream_t cur_stream()
+{
+    return reinterpret_cast<ushmem_capi_stream_t>(at::cuda::getCurrentCUDAStream().stream());
+}
+
+void check_tensor(const at::Tensor &t, const char *call)
+{
+    TORCH_CHECK(t.is_cuda() && t.is_contiguous(), "ushmem.", call,
+                ": needs a contiguous CUDA tensor of the USHMEM backend");
+}
+
+// This rank's tensor into the same place of PE peer's copy.
+void op_put(const at::Tensor &tensor, int64_t peer)
+{
+    const ushmem_capi_t *u = api("put");
+    check_tensor(tensor, "put");
+    size_t n = tensor.nbytes();
+    void *dst = allocator()->peer_addr(tensor.data_ptr(), n, static_cast<int>(peer), "put");
+    u->putmem_on_stream(dst, tensor.data_ptr(), n, static_cast<int>(peer), cur_stream());
+}
+
+// PE peer's copy of tensor into this rank's tensor.
+void op_get(at::Tensor &tensor, int64_t peer)
+{
+    const ushmem_capi_t *u = api("get");
+    check_tensor(tensor, "get");
+    size_t n = tensor.nbytes();
+    void *src = allocator()->peer_addr(tensor.data_ptr(), n, static_cast<int>(peer), "get");
+    u->getmem_on_stream(tensor.data_ptr(), src, n, static_cast<int>(peer), cur_stream());
+}
+
+uint64_t *signal_word(const at::Tensor &signal, const char *call)
+{
+    check_tensor(signal, call);
+    TORCH_CHECK(signal.numel() == 1 && signal.element_size() == 8, "ushmem.", call,
+                ": the signal is a one-element 64-bit tensor of the USHMEM backend");
+    return static_cast<uint64_t *>(signal.data_ptr());
+}
+
+// put, then set PE peer's copy of signal to value once the data is there.
+void op_put_signal(const at::Tensor &tensor, const at::Tensor &signal, int64_t value,
+                   int64_t peer)
+{
+    const ushmem_capi_t *u = api("put_signal");
+    check_tensor(tensor, "put_signal");
+    uint64_t *sig = signal_word(signal, "put_signal");
+    int pe = static_cast<int>(peer);
+    size_t n = tensor.nbytes();
+    void *dst = allocator()->peer_addr(tensor.data_ptr(), n, pe, "put_signal");
+    void *psig = allocator()->peer_addr(sig, 8, pe, "put_signal");
+    u->putmem_signal_on_stream(dst, tensor.data_ptr(), n, static_cast<uint64_t *>(psig),
+                               static_cast<uint64_t>(value), USHMEM_CAPI_SIGNAL_SET, pe,
+                               cur_stream());
+}
+
+// The stream waits until this rank's signal equals value.
+void op_wait_signal(const at::Tensor &signal, int64_t value)
+{
+    const ushmem_capi_t *u = api("wait_signal");
+    u->signal_wait_until_on_stream(signal_word(signal, "wait_signal"), USHMEM_CAPI_CMP_EQ,
+                                   static_cast<uint64_t>(value), cur_stream());
+}
+
 } // namespace
+
+TORCH_LIBRARY(ushmem, m)
+{
+    m.def("put(Tensor tensor, int peer) -> ()");
+    m.def("get(Tensor(a!) tensor, int peer) -> ()");
+    m.def("put_signal(Tensor tensor, Tensor(a!) signal, int value, int peer) -> ()");
+    m.def("wait_signal(Tensor signal, int value) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(ushmem, CUDA, m)
+{
+    m.impl("put", op_put);
+    m.impl("get", op_get);
+    m.impl("put_signal", op_put_signal);
+    m.impl("wait_signal", op_wait_signal);
+}
