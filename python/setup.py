@@ -124,14 +124,14 @@ class SDist(sdist):
 # The binding's files (ushmem/_ushmem.h says what each holds); python/CMakeLists.txt lists
 # the same.
 USHMEM_EXT_SOURCES = ["_ushmem.c", "_common.c", "_memory.c", "_lifetime.c", "_rma.c",
-                      "_teams.c", "_device.c"]
+                      "_teams.c", "_device.c", "_local.c", "_capi.c"]
 
 srcs, objs = library()
 ver = version()
 ext = Extension(
     "ushmem._ushmem",
     sources=[f"ushmem/{f}" for f in USHMEM_EXT_SOURCES] + srcs,
-    depends=["ushmem/_ushmem.h"],
+    depends=["ushmem/_ushmem.h", "ushmem/ushmem_capi.h"],
     include_dirs=[os.path.join(root, "include"), os.path.join(root, "src")],
     define_macros=[("_GNU_SOURCE", None), ("USHMEM_VERSION_STRING", f'"{ver}"')],
     extra_compile_args=["-std=gnu11", "-fvisibility=hidden", "-Wno-unused-parameter"],

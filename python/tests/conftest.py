@@ -25,6 +25,12 @@ import pytest
 import ushmem
 
 TIER = os.environ.get("USHMEM_TEST_INIT", "auto")
+# Local blocks (test_local_blocks.py) need a part of each heap set aside at init, the
+# same on every PE: every tier (and reinit) reads it then. In bytes: tests read these
+# with int(). Fresh interpreters the tests start drop USHMEM_LOCAL* with the launcher's
+# variables; the seed suite has its own conftest.
+os.environ.setdefault("USHMEM_LOCAL_HEAP_SIZE", str(16 << 20))
+os.environ.setdefault("USHMEM_DEVICE_LOCAL_HEAP_SIZE", str(16 << 20))
 _state = {"tier": None, "seed": None, "torch_pg": False, "error": None}
 
 

@@ -592,6 +592,16 @@ def get_peer_ptr_table(buf):
     return [b or 0 for b in bases]
 
 
+def get_include():
+    """The directory holding ushmem_capi.h, for the include path of extension builds.
+
+    ushmem_capi.h declares the table of library entry points that this package exports
+    to other extension modules as the capsule ushmem._ushmem._C_API (ushmem_capi_import()
+    fetches it), so that they call the library this package initialized; as
+    numpy.get_include()."""
+    return _os.path.dirname(_os.path.abspath(__file__))
+
+
 def live_allocations():
     """[(address, nbytes, kind)] of the symmetric allocations not yet freed on this PE."""
     return _ushmem._allocations()

@@ -305,8 +305,16 @@ def free(addr) -> Any:
     """Collective: frees a symmetric allocation (an address from malloc/calloc/align, or an owning SymmetricBuffer)."""
     ...
 
+def free_local(ptr) -> Any:
+    """Not collective: frees a block from malloc_local() (None: nothing). Anything else, or a second free, raises Error."""
+    ...
+
 def get_heap_bases(buf) -> Any:
     """[address of each PE's copy of buf as mapped in this process, or None]."""
+    ...
+
+def get_include() -> Any:
+    """The directory holding ushmem_capi.h, for the include path of extension builds."""
     ...
 
 def get_peer_buffer(buf, pe, nbytes=None) -> Any:
@@ -339,6 +347,14 @@ def getmem_on_stream(dest, source, nbytes, pe, stream=None) -> Any:
 
 def global_exit(status) -> Any:
     """Stops every PE of the job with exit status status."""
+    ...
+
+def heap_addr(offset, device=False) -> Any:
+    """This PE's address at offset of its host heap (device=True: its device heap); with a peer's PE number it names the peer's memory at that offset."""
+    ...
+
+def heap_offset(ptr) -> Any:
+    """(offset, is_device): where ptr (an address or a symmetric buffer) lies in this PE's host or device symmetric heap."""
     ...
 
 def info_get_name() -> Any:
@@ -591,6 +607,10 @@ def longlong_atomic_swap(dest, value, pe) -> Any:
 
 def malloc(nbytes) -> Any:
     """Collective: nbytes of symmetric memory (the device heap when a CUDA device is bound, else the host heap); returns the address (int). 0 bytes: None. Free it with free() on every PE."""
+    ...
+
+def malloc_local(nbytes, align=0, device=None) -> Any:
+    """Not collective: nbytes of this PE's symmetric heap, from the part set aside at init (USHMEM_LOCAL_HEAP_SIZE, USHMEM_DEVICE_LOCAL_HEAP_SIZE); returns the address (int). device None: the device heap when a CUDA device is bound, else the host heap; True / False: that heap. align: 0 (the heap's own) or a power of two up to 2 MiB. Peers reach the block at heap_addr(offset) with this PE's number, the offset from heap_offset(). Free it with free_local()."""
     ...
 
 def my_pe() -> Any:

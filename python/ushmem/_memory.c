@@ -8,9 +8,10 @@
 /* Allocation table: every live symmetric allocation made through ushmem     */
 /* ------------------------------------------------------------------------ */
 
-enum { ALLOC_BUFFER = 0, ALLOC_RAW = 1, ALLOC_COLLECTED = 2 };
-static const char *const alloc_kind_name[] = {"SymmetricBuffer", "malloc",
-                                              "SymmetricBuffer (garbage-collected)"};
+/* ALLOC_LOCAL: a local block (malloc_local, _local.c), freed by this PE alone. */
+enum { ALLOC_BUFFER = 0, ALLOC_RAW = 1, ALLOC_COLLECTED = 2, ALLOC_LOCAL = 3 };
+static const char *const alloc_kind_name[] = {
+    "SymmetricBuffer", "malloc", "SymmetricBuffer (garbage-collected)", "malloc_local"};
 
 typedef struct {
     uintptr_t addr;
@@ -165,6 +166,31 @@ static int debug_poison(void)
 {
     const char *v = getenv("SHMEM_DEBUG");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+static void debug_poison_range(const alloc_t *e)
+{
+    if (e->device < 0 && debug_poison())
+        memset((void *)e->addr, POISON_BYTE, e->size);
+}
+
+/* Local blocks in the table: their own PE may wrap them, finalize() reports
+ * them, free() refuses them. */
+int upy_alloc_add_local(void *p, size_t size, int device)
+{
+    return alloc_add(p, size, ALLOC_LOCAL, NULL, device);
+}
+
+int upy_alloc_drop_local(const void *p)
+{
+    Py_ssize_t i = alloc_exact((uintptr_t)p);
+    if (i < 0)
+        return 0;
+    if (g_allocs[i].kind != ALLOC_LOCAL)
+        return -1;
+    debug_poison_range(&g_allocs[i]);
+    alloc_remove(i);
+    return 1;
 }
 
 static inline const SymBuf *symbuf_root(const SymBuf *b)
@@ -354,7 +380,8 @@ static PyObject *symbuf_wrap(PyObject *ptr, size_t n, const char *fn)
     if (i < 0) {
         PyErr_Format(PyExc_ValueError,
                      "%s: ptr=%s, nbytes=%zu is not inside one live symmetric allocation of "
-                     "this PE (wrap memory that create_buffer, malloc, calloc or align returned)",
+                     "this PE (wrap memory that create_buffer, malloc, calloc, align or "
+                     "malloc_local returned)",
                      fn, upy_addr_txt(vp).s, n);
         return NULL;
     }
@@ -1101,6 +1128,10 @@ int upy_check_sym_span(span_t *s, size_t n, const char *fn, const char *what)
         s->device = g_allocs[i].device;
         return 0;
     }
+    /* A peer's local block, named at its offset here (heap_addr): what lives
+     * there on the peer cannot be checked from this process. */
+    if (upy_local_span(s->sym, n, &s->device))
+        return 0;
     i = alloc_near(a);
     if (i >= 0) {
         const alloc_t *e = &g_allocs[i];
@@ -1310,8 +1341,14 @@ static PyObject *py_free(PyObject *self, PyObject *arg)
         upy_err(ERR_INVALID, "free: %p belongs to a live SymmetricBuffer; call its free()", p);
         return NULL;
     }
-    if (g_allocs[i].device < 0 && debug_poison())
-        memset((void *)g_allocs[i].addr, POISON_BYTE, g_allocs[i].size);
+    if (g_allocs[i].kind == ALLOC_LOCAL) {
+        upy_err(ERR_INVALID,
+                "free: %p is a local block (from malloc_local): free it with free_local() on "
+                "this PE alone",
+                p);
+        return NULL;
+    }
+    debug_poison_range(&g_allocs[i]);
     alloc_remove(i);
     Py_BEGIN_ALLOW_THREADS;
     shmem_free(p);
@@ -1522,8 +1559,13 @@ static PyObject *py_addr_accessible(PyObject *self, PyObject *const *args, Py_ss
         upy_span_get(args[0], &s, 0, "addr_accessible", "addr"))
         return NULL;
     Py_ssize_t i = alloc_find((uintptr_t)s.sym, 1);
-    int r = i >= 0 && pe >= 0 && pe < upy_g.npes &&
-            (g_allocs[i].device >= 0 ? shmem_ptr(s.sym, pe) != NULL : shmem_pe_accessible(pe));
+    int dev = -1, known = i >= 0;
+    if (known)
+        dev = g_allocs[i].device;
+    else
+        known = upy_local_span(s.sym, 1, &dev);
+    int r = known && pe >= 0 && pe < upy_g.npes &&
+            (dev >= 0 ? shmem_ptr(s.sym, pe) != NULL : shmem_pe_accessible(pe));
     span_release(&s);
     return PyBool_FromLong(r);
 }

@@ -10,6 +10,10 @@
  *   _rma.c       RMA, signals, ordering and synchronization, atomics
  *   _teams.c     teams and the collectives
  *   _device.c    the device API's handle
+ *   _local.c     local blocks: malloc_local, free_local, heap_offset, heap_addr,
+ *                and which addresses lie in a heap's local part
+ *   _capi.c      the C API table for other extensions (ushmem_capi.h), as
+ *                the capsule _C_API
  *
  * Hot paths (my_pe, putmem, getmem, atomics) are METH_NOARGS / METH_FASTCALL
  * functions that resolve their memory arguments without allocating: a
@@ -29,6 +33,9 @@
  * (address, size, owner): it is what makes remote-range checks exact (the
  * internal region at the start of the heap, freed blocks and ranges that run
  * past an allocation are all refused), and what finalize() reports as leaks.
+ * The one exception is the local part of a heap (local blocks, _local.c):
+ * which of a peer's blocks there are live only the peer knows, so ranges
+ * inside it are accepted as they stand.
  *
  * Device (CUDA) memory: when the library has a CUDA device bound (found out
  * once, collectively, at init: see upy_probe_device), create_buffer()
@@ -308,6 +315,17 @@ int upy_check_sym_mapped(const span_t *s, int pe, const char *fn, const char *wh
 int upy_check_team_mapped(shmem_team_t t, const span_t *d, const span_t *s, int heaps,
                           const char *fn);
 void upy_allocs_finalize(int me);
+/* Local blocks in the allocation table: add (0, or -1 with an exception);
+ * drop before freeing: 1 dropped, 0 not in the table, -1 a collective
+ * allocation (left alone). */
+int upy_alloc_add_local(void *p, size_t size, int device);
+int upy_alloc_drop_local(const void *p);
+
+/* ---- Local blocks (_local.c) ---- */
+
+/* 1 when [p, p+n) lies inside the local part of one heap (*device: its
+ * ordinal, or -1 for the host heap), else 0. */
+int upy_local_span(const void *p, size_t n, int *device);
 
 /* ---- Lifetime (_lifetime.c) ---- */
 
@@ -327,5 +345,7 @@ int upy_lifetime_add(PyObject *m);
 int upy_rma_add(PyObject *m);
 int upy_teams_add(PyObject *m);
 int upy_device_add(PyObject *m);
+int upy_local_add(PyObject *m);
+int upy_capi_add(PyObject *m);
 
 #endif
