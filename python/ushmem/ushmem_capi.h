@@ -40,8 +40,8 @@ extern "C" {
 typedef struct CUstream_st *ushmem_capi_stream_t; /* cudaStream_t / CUstream */
 
 typedef struct {
-    int version;  /* USHMEM_CAPI_VERSION of the package that made the table */
-    size_t size;  /* sizeof the table there */
+    int version; /* USHMEM_CAPI_VERSION of the package that made the table */
+    size_t size; /* sizeof the table there */
     /* state: 1 between init and finalize */
     int (*initialized)(void);
     int (*my_pe)(void);

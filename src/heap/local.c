@@ -108,10 +108,9 @@ int ushmemi_local_agree(const char *call)
     for (int pe = 0; pe < n && rc == 0; pe++)
         for (int w = 0; w < 2 && rc == 0; w++)
             if (all[pe][w] != mine[w]) {
-                ushmemi_error(call,
-                              "PE %d has %s=%llu, this PE %llu: set the same value on every PE",
-                              pe, size_var[w], (unsigned long long)all[pe][w],
-                              (unsigned long long)mine[w]);
+                ushmemi_error(
+                    call, "PE %d has %s=%llu, this PE %llu: set the same value on every PE", pe,
+                    size_var[w], (unsigned long long)all[pe][w], (unsigned long long)mine[w]);
                 rc = USHMEM_EINVAL;
             }
     free(all);
@@ -121,8 +120,8 @@ int ushmemi_local_agree(const char *call)
 /* Which heap a call with these hints means: as shmem_malloc_with_hints. */
 static int pick(long hints)
 {
-    int device = (hints & SHMEMX_MALLOC_DEVICE) ||
-                 (!(hints & SHMEMX_MALLOC_HOST) && ushmemi_g.cuda_active);
+    int device =
+        (hints & SHMEMX_MALLOC_DEVICE) || (!(hints & SHMEMX_MALLOC_HOST) && ushmemi_g.cuda_active);
     return device ? USHMEMI_LOCAL_DEVICE : USHMEMI_LOCAL_HOST;
 }
 
@@ -159,8 +158,9 @@ USHMEMI_API void *shmemx_malloc_local(size_t size, size_t alignment, long hints)
     size_t largest = p->a && rc ? ushmemi_alloc_largest_free(p->a) : 0;
     pthread_mutex_unlock(&local_lock);
     if (!p->a) {
-        ushmemi_error(call, "the %s heap has no local part: set %s (bytes of the heap set aside "
-                            "for local blocks, the same on every PE)",
+        ushmemi_error(call,
+                      "the %s heap has no local part: set %s (bytes of the heap set aside "
+                      "for local blocks, the same on every PE)",
                       heap_name[which], size_var[which]);
         return NULL;
     }

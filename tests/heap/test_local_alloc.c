@@ -100,8 +100,8 @@ int main(void)
         shmem_uint64_wait_until(sig, SHMEM_CMP_GE, (uint64_t)r + 1);
         shmem_barrier_all();
         size_t bad = 0;
-        CHECK(test_verify(blk, size, left, r, &bad), "round %d: byte %zu of %zu from PE %d", r,
-              bad, size, left);
+        CHECK(test_verify(blk, size, left, r, &bad), "round %d: byte %zu of %zu from PE %d", r, bad,
+              size, left);
         CHECK(*ctr == (uint64_t)np * (np + 1) / 2, "round %d: counter %llu", r,
               (unsigned long long)*ctr);
         free(src);
