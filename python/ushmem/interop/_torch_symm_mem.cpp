@@ -41,7 +41,8 @@
 
 #include "../ushmem_capi.h"
 
-namespace ushmem_symm {
+namespace ushmem_symm
+{
 
 using c10d::symmetric_memory::SymmetricMemory;
 using c10d::symmetric_memory::SymmetricMemoryAllocator;
@@ -78,7 +79,8 @@ struct Watch {
     int device;
 };
 
-class Watchdog {
+class Watchdog
+{
   public:
     void add(cudaStream_t stream, int device, size_t timeout_ms, std::string what)
     {
@@ -86,9 +88,9 @@ class Watchdog {
         cuda_check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
         cuda_check(cudaEventRecord(ev, stream), "cudaEventRecord");
         std::lock_guard<std::mutex> g(mu_);
-        watches_.push_back({ev, std::chrono::steady_clock::now() +
-                                    std::chrono::milliseconds(timeout_ms),
-                            std::move(what), device});
+        watches_.push_back(
+            {ev, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms),
+             std::move(what), device});
         if (!thread_.joinable())
             thread_ = std::thread([this] { run(); });
         cv_.notify_one();
@@ -111,8 +113,7 @@ class Watchdog {
                     ++it;
                 } else {
                     std::fprintf(stderr, "ushmem: PE %d: %s\n", capi ? capi->my_pe() : -1,
-                                 q == cudaErrorNotReady ? it->what.c_str()
-                                                        : cudaGetErrorString(q));
+                                 q == cudaErrorNotReady ? it->what.c_str() : cudaGetErrorString(q));
                     std::fflush(stderr);
                     if (capi)
                         capi->global_exit(1);
@@ -155,7 +156,8 @@ struct Card {
     uint64_t pad_off; // of the pad, in the device heap
 };
 
-class UshmemPeerInfo : public c10::intrusive_ptr_target {
+class UshmemPeerInfo : public c10::intrusive_ptr_target
+{
   public:
     UshmemPeerInfo(const Block &b, const std::string &group_name) : device_(b.device), size_(b.size)
     {
@@ -188,8 +190,8 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target {
             TORCH_CHECK(v.size() == sizeof(Card), "ushmem symm_mem rendezvous: rank ", r,
                         " published a record of ", v.size(), " bytes (another ushmem version?)");
             std::memcpy(&cards_[r], v.data(), sizeof(Card));
-            TORCH_CHECK(cards_[r].size == b.size, "ushmem symm_mem rendezvous: rank ", r,
-                        " has a ", cards_[r].size, "-byte buffer, this rank ", b.size,
+            TORCH_CHECK(cards_[r].size == b.size, "ushmem symm_mem rendezvous: rank ", r, " has a ",
+                        cards_[r].size, "-byte buffer, this rank ", b.size,
                         ": symmetric tensors must be the same size on every rank");
         }
         // Everyone has read every record of rendezvous seq - 1 by now (they all
@@ -204,10 +206,10 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target {
                 pads_.push_back(static_cast<char *>(b.ptr) + b.pad_off);
                 continue;
             }
-            void *bp = u->ptr(u->heap_addr(cards_[r].buf_off, USHMEM_CAPI_MALLOC_DEVICE),
-                              cards_[r].pe);
-            void *pp = u->ptr(u->heap_addr(cards_[r].pad_off, USHMEM_CAPI_MALLOC_DEVICE),
-                              cards_[r].pe);
+            void *bp =
+                u->ptr(u->heap_addr(cards_[r].buf_off, USHMEM_CAPI_MALLOC_DEVICE), cards_[r].pe);
+            void *pp =
+                u->ptr(u->heap_addr(cards_[r].pad_off, USHMEM_CAPI_MALLOC_DEVICE), cards_[r].pe);
             direct_ = direct_ && bp && pp;
             buffers_.push_back(bp); // NULL: a peer on another host (the proxy reaches it)
             pads_.push_back(pp);
@@ -215,13 +217,13 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target {
         size_t n = sizeof(void *) * world_;
         buffers_dev_ = static_cast<void **>(c10::cuda::CUDACachingAllocator::raw_alloc(n));
         pads_dev_ = static_cast<void **>(c10::cuda::CUDACachingAllocator::raw_alloc(n));
-        ranks_dev_ = static_cast<int *>(
-            c10::cuda::CUDACachingAllocator::raw_alloc(sizeof(int) * world_));
+        ranks_dev_ =
+            static_cast<int *>(c10::cuda::CUDACachingAllocator::raw_alloc(sizeof(int) * world_));
         cuda_check(cudaMemcpy(buffers_dev_, buffers_.data(), n, cudaMemcpyHostToDevice), "copy");
         cuda_check(cudaMemcpy(pads_dev_, pads_.data(), n, cudaMemcpyHostToDevice), "copy");
-        cuda_check(cudaMemcpy(ranks_dev_, ranks_.data(), sizeof(int) * world_,
-                              cudaMemcpyHostToDevice),
-                   "copy");
+        cuda_check(
+            cudaMemcpy(ranks_dev_, ranks_.data(), sizeof(int) * world_, cudaMemcpyHostToDevice),
+            "copy");
     }
 
     ~UshmemPeerInfo() override
@@ -237,8 +239,8 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target {
     // ushmem's calls take with r's PE number.
     uint64_t *pad_word(int r, size_t word) const
     {
-        return static_cast<uint64_t *>(capi->heap_addr(cards_[r].pad_off + word * 8,
-                                                       USHMEM_CAPI_MALLOC_DEVICE));
+        return static_cast<uint64_t *>(
+            capi->heap_addr(cards_[r].pad_off + word * 8, USHMEM_CAPI_MALLOC_DEVICE));
     }
 
     int device_, rank_ = 0, world_ = 0;
@@ -260,28 +262,74 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target {
     }
 };
 
-class UshmemSymmetricMemory : public SymmetricMemory {
+class UshmemSymmetricMemory : public SymmetricMemory
+{
   public:
     UshmemSymmetricMemory(c10::intrusive_ptr<UshmemPeerInfo> info, size_t offset)
         : info_(std::move(info)), offset_(offset)
     {
     }
 
-    std::vector<void *> get_buffer_ptrs() override { return info_->buffers_; }
-    std::vector<void *> get_signal_pad_ptrs() override { return info_->pads_; }
-    void **get_buffer_ptrs_dev() override { return info_->buffers_dev_; }
-    void **get_signal_pad_ptrs_dev() override { return info_->pads_dev_; }
-    size_t get_buffer_size() override { return info_->size_; }
-    size_t get_offset() override { return offset_; }
-    bool has_multicast_support() override { return false; }
-    void *get_multicast_ptr() override { return nullptr; }
-    int get_rank() override { return info_->rank_; }
-    int get_world_size() override { return info_->world_; }
-    c10::Device get_device() override { return c10::Device(c10::DeviceType::CUDA, info_->device_); }
-    const std::vector<int> &get_rank_to_global_rank() override { return info_->ranks_; }
-    int *get_rank_to_global_rank_dev() override { return info_->ranks_dev_; }
-    bool world_within_direct_access() override { return info_->direct_; }
-    const c10::intrusive_ptr<UshmemPeerInfo> &info() const { return info_; }
+    std::vector<void *> get_buffer_ptrs() override
+    {
+        return info_->buffers_;
+    }
+    std::vector<void *> get_signal_pad_ptrs() override
+    {
+        return info_->pads_;
+    }
+    void **get_buffer_ptrs_dev() override
+    {
+        return info_->buffers_dev_;
+    }
+    void **get_signal_pad_ptrs_dev() override
+    {
+        return info_->pads_dev_;
+    }
+    size_t get_buffer_size() override
+    {
+        return info_->size_;
+    }
+    size_t get_offset() override
+    {
+        return offset_;
+    }
+    bool has_multicast_support() override
+    {
+        return false;
+    }
+    void *get_multicast_ptr() override
+    {
+        return nullptr;
+    }
+    int get_rank() override
+    {
+        return info_->rank_;
+    }
+    int get_world_size() override
+    {
+        return info_->world_;
+    }
+    c10::Device get_device() override
+    {
+        return c10::Device(c10::DeviceType::CUDA, info_->device_);
+    }
+    const std::vector<int> &get_rank_to_global_rank() override
+    {
+        return info_->ranks_;
+    }
+    int *get_rank_to_global_rank_dev() override
+    {
+        return info_->ranks_dev_;
+    }
+    bool world_within_direct_access() override
+    {
+        return info_->direct_;
+    }
+    const c10::intrusive_ptr<UshmemPeerInfo> &info() const
+    {
+        return info_;
+    }
 
     // Channel c's word for source rank s: pad word c * world + s (64-bit words).
     void put_signal(int dst_rank, int channel, size_t timeout_ms) override
@@ -289,8 +337,8 @@ class UshmemSymmetricMemory : public SymmetricMemory {
         (void)timeout_ms; // a signal never waits
         check(dst_rank, channel, "put_signal");
         c10::cuda::CUDAGuard guard(info_->device_);
-        auto stream = reinterpret_cast<ushmem_capi_stream_t>(
-            at::cuda::getCurrentCUDAStream().stream());
+        auto stream =
+            reinterpret_cast<ushmem_capi_stream_t>(at::cuda::getCurrentCUDAStream().stream());
         capi->signal_op_on_stream(info_->pad_word(dst_rank, word(channel, info_->rank_)), 1,
                                   USHMEM_CAPI_SIGNAL_SET, info_->cards_[dst_rank].pe, stream);
     }
@@ -309,9 +357,9 @@ class UshmemSymmetricMemory : public SymmetricMemory {
             watchdog()->add(cs, info_->device_, timeout_ms,
                             "symm_mem wait_signal: no signal from rank " +
                                 std::to_string(src_rank) + " on channel " +
-                                std::to_string(channel) + " within " +
-                                std::to_string(timeout_ms) + " ms (rank " + std::to_string(me) +
-                                " of " + std::to_string(info_->world_) + "); ending the job");
+                                std::to_string(channel) + " within " + std::to_string(timeout_ms) +
+                                " ms (rank " + std::to_string(me) + " of " +
+                                std::to_string(info_->world_) + "); ending the job");
     }
 
     void barrier(int channel, size_t timeout_ms) override
@@ -338,12 +386,11 @@ class UshmemSymmetricMemory : public SymmetricMemory {
                     " is not in [0, ", info_->world_, ")");
         TORCH_CHECK(rank != info_->rank_, "ushmem symm_mem ", call, ": rank ", rank,
                     " is this rank");
-        TORCH_CHECK(channel >= 0, "ushmem symm_mem ", call, ": channel ", channel,
-                    " is negative");
+        TORCH_CHECK(channel >= 0, "ushmem symm_mem ", call, ": channel ", channel, " is negative");
         size_t need = (word(channel, info_->world_ - 1) + 1) * 8;
-        TORCH_CHECK(need <= c10d::symmetric_memory::get_signal_pad_size(), "ushmem symm_mem ",
-                    call, ": channel ", channel, " needs a ", need,
-                    "-byte signal pad; it has ", c10d::symmetric_memory::get_signal_pad_size(),
+        TORCH_CHECK(need <= c10d::symmetric_memory::get_signal_pad_size(), "ushmem symm_mem ", call,
+                    ": channel ", channel, " needs a ", need, "-byte signal pad; it has ",
+                    c10d::symmetric_memory::get_signal_pad_size(),
                     " (symm_mem.set_signal_pad_size)");
     }
 
@@ -351,7 +398,8 @@ class UshmemSymmetricMemory : public SymmetricMemory {
     size_t offset_;
 };
 
-class UshmemAllocator : public SymmetricMemoryAllocator {
+class UshmemAllocator : public SymmetricMemoryAllocator
+{
   public:
     void *alloc(size_t size, int device_idx, const std::optional<std::string> &group_name) override
     {
@@ -417,8 +465,9 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
     {
         std::lock_guard<std::mutex> g(mu_);
         const Block *b = find(const_cast<void *>(ptr));
-        TORCH_CHECK(b != nullptr, "ushmem.", call, ": the tensor is not in a block of the "
-                                  "USHMEM backend (symm_mem.empty after enable())");
+        TORCH_CHECK(b != nullptr, "ushmem.", call,
+                    ": the tensor is not in a block of the "
+                    "USHMEM backend (symm_mem.empty after enable())");
         size_t off = static_cast<const char *>(ptr) - static_cast<const char *>(b->ptr);
         TORCH_CHECK(off + nbytes <= b->size, "ushmem.", call, ": ", nbytes, " bytes at offset ",
                     off, " run past the ", b->size, "-byte block");
@@ -429,8 +478,9 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
                 if (c.pe == pe)
                     return u_heap_addr(c.buf_off + off);
         }
-        TORCH_CHECK(false, "ushmem.", call, ": PE ", pe, " is in no rendezvous of this tensor "
-                           "(symm_mem.rendezvous it on a group holding that rank first)");
+        TORCH_CHECK(false, "ushmem.", call, ": PE ", pe,
+                    " is in no rendezvous of this tensor "
+                    "(symm_mem.rendezvous it on a group holding that rank first)");
     }
 
     bool has_allocation(void *ptr)
@@ -439,8 +489,8 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
         return find(ptr) != nullptr;
     }
 
-    c10::intrusive_ptr<SymmetricMemory> rendezvous(
-        void *ptr, const std::optional<std::string> &group_name) override
+    c10::intrusive_ptr<SymmetricMemory>
+    rendezvous(void *ptr, const std::optional<std::string> &group_name) override
     {
         api("rendezvous");
         TORCH_CHECK(group_name.has_value(), "ushmem symm_mem rendezvous: no group given");
@@ -472,8 +522,14 @@ class UshmemAllocator : public SymmetricMemoryAllocator {
         (void)device_idx;
         return false;
     }
-    c10::DeviceType supported_device_type() override { return c10::DeviceType::CUDA; }
-    std::string name() override { return "USHMEM"; }
+    c10::DeviceType supported_device_type() override
+    {
+        return c10::DeviceType::CUDA;
+    }
+    std::string name() override
+    {
+        return "USHMEM";
+    }
 
   private:
     static void *u_heap_addr(size_t off)
@@ -553,7 +609,8 @@ extern "C" __attribute__((visibility("default"))) int ushmem_symm_mem_set_capi(c
     return 0;
 }
 
-namespace {
+namespace
+{
 
 c10::intrusive_ptr<ushmem_symm::UshmemAllocator> &allocator()
 {
@@ -563,7 +620,10 @@ c10::intrusive_ptr<ushmem_symm::UshmemAllocator> &allocator()
 }
 
 struct Register {
-    Register() { c10d::symmetric_memory::register_availability("USHMEM", allocator()); }
+    Register()
+    {
+        c10d::symmetric_memory::register_availability("USHMEM", allocator());
+    }
 };
 Register register_ushmem;
 
@@ -614,8 +674,7 @@ uint64_t *signal_word(const at::Tensor &signal, const char *call)
 }
 
 // put, then set PE peer's copy of signal to value once the data is there.
-void op_put_signal(const at::Tensor &tensor, const at::Tensor &signal, int64_t value,
-                   int64_t peer)
+void op_put_signal(const at::Tensor &tensor, const at::Tensor &signal, int64_t value, int64_t peer)
 {
     const ushmem_capi_t *u = api("put_signal");
     check_tensor(tensor, "put_signal");
