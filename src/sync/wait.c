@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -686,19 +687,40 @@ int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *v
     }
 }
 
-static void check_ivar(const volatile void *ivar, int dtype, const char *call)
+/* 0 when this process cannot read [p, p+n) (a device pointer with no device
+ * bound, or an address nothing is mapped at): the kernel copies the bytes for
+ * us and says EFAULT rather than the wait dying of SIGSEGV. Where the call is
+ * not allowed (seccomp), the address is taken as readable. */
+static int host_readable(const volatile void *p, size_t n)
+{
+    uint64_t sink;
+    struct iovec local = {&sink, n}, remote = {(void *)(uintptr_t)p, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n || errno != EFAULT;
+}
+
+static void check_ivar(const volatile void *ivar, int dtype, const char *name, const char *call)
 {
     USHMEMI_CHECK_INIT(call);
     if (!ivar)
-        ushmemi_fatal(call, "ivar is NULL");
+        ushmemi_fatal(call, "%s is NULL", name);
     if ((uintptr_t)ivar % USHMEMI_DT_SIZE(dtype))
-        ushmemi_fatal(call, "ivar %p is not aligned to its type", (const void *)ivar);
+        ushmemi_fatal(call, "%s %p is not aligned to its type", name, (const void *)ivar);
+    /* Symmetric host memory is known to be fine, and with a device bound the
+     * device layer judges device pointers (ushmemi_compare); anything else (the
+     * spec wants ivar symmetric, programs also wait on private words other
+     * threads set) is probed once per call. */
+    if (USHMEMI_UNLIKELY(ushmemi_seg_of((const void *)ivar, USHMEMI_DT_SIZE(dtype)) < 0) &&
+        !ushmemi_devmem && !host_readable(ivar, USHMEMI_DT_SIZE(dtype)))
+        ushmemi_fatal(call,
+                      "%s %p is not memory this process can read (device memory with no CUDA "
+                      "device bound to ushmem? set USHMEM_DEVICE to wait on the device heap)",
+                      name, (const void *)ivar);
 }
 
 void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *value,
                         const char *call)
 {
-    check_ivar(ivar, dtype, call);
+    check_ivar(ivar, dtype, "ivar", call);
     check_cmp(cmp, call);
     ushmemi_waiter_t w = USHMEMI_WAITER(call, NULL, ivar, -1);
     while (!ushmemi_compare(ivar, dtype, cmp, value, call))
@@ -709,7 +731,7 @@ void ushmemi_wait_until(volatile void *ivar, int dtype, int cmp, const void *val
 int ushmemi_test(volatile void *ivar, int dtype, int cmp, const void *value, const char *call)
 {
     test_progress(); /* mpi hook */
-    check_ivar(ivar, dtype, call);
+    check_ivar(ivar, dtype, "ivar", call);
     check_cmp(cmp, call);
     return ushmemi_compare(ivar, dtype, cmp, value, call);
 }
@@ -882,7 +904,7 @@ USHMEMI_API uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64
 {
     static const char call[] = "shmem_signal_wait_until";
     const int dt = USHMEMI_DT(USHMEMI_KIND_UINT, 8);
-    check_ivar(sig_addr, dt, call);
+    check_ivar(sig_addr, dt, "sig_addr", call);
     check_cmp(cmp, call);
     /* Return the very value that satisfied the condition: a second read could
      * already see a later update that does not. */

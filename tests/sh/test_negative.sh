@@ -14,6 +14,7 @@ cat > "$tmp/neg.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int global_ints[64];
 static long *volatile null_long; /* NULL, hidden from the compiler */
@@ -70,6 +71,14 @@ int main(int argc, char **argv)
             shmem_set_lock(null_long);
         else if (!strcmp(c, "signal_fetch_null"))
             (void)shmem_signal_fetch((const uint64_t *)null_long);
+        else if (!strcmp(c, "wait_unreadable") || !strcmp(c, "signal_wait_unreadable")) {
+            /* what a device pointer is to a PE with no device bound */
+            uint64_t *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (c[0] == 'w')
+                shmem_uint64_wait_until(none, SHMEM_CMP_EQ, 1);
+            else
+                (void)shmem_signal_wait_until(none, SHMEM_CMP_EQ, 1);
+        }
         else
             goto collective;
         printf("PE %d continued after bad call\n", me);
@@ -173,6 +182,9 @@ fatal put_signal_bad_op    "^ushmem: PE 1: shmem_putmem_signal: unknown signal o
 # NULL is named as such (not "(nil)" or "0x(nil)", what printf's %p makes of it)
 fatal lock_null            "^ushmem: PE 1: shmem_set_lock: lock is NULL$"
 fatal signal_fetch_null    "^ushmem: PE 1: shmem_signal_fetch: sig_addr is NULL$"
+# an address the PE cannot read (a device pointer with no device bound): a line, not SIGSEGV
+fatal wait_unreadable      "^ushmem: PE 1: shmem_uint64_wait_until: ivar $addr is not memory this process can read"
+fatal signal_wait_unreadable "^ushmem: PE 1: shmem_signal_wait_until: sig_addr $addr is not memory this process can read"
 # Before shmem_init the library has no PE number of its own, but the launcher's
 # environment says which PE this is; the line must still name it.
 fatal before_init          "^ushmem: PE [01]: shmem_int_put: .*not initialized"
