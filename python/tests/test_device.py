@@ -337,3 +337,69 @@ def test_triton_device_wait(me, npes):
     ut.free_tensor(sig)
     assert torch.equal(out.cpu(), torch.arange(n, dtype=torch.float32) + 0.5)
     assert int(seen.item()) == 6
+
+
+def _vector_kernels():
+    import triton
+    import triton.language as tl
+
+    import ushmem.triton as ust
+
+    @triton.jit
+    def probe(ivars, values, n, start, out, idx, CMP: tl.constexpr):
+        tl.store(out + 0, ust.test_all(ivars, n, CMP, 7).to(tl.int64))
+        tl.store(out + 1, ust.test_all_vector(ivars, n, CMP, values).to(tl.int64))
+        tl.store(out + 2, ust.test_any(ivars, n, CMP, 7, start).to(tl.int64))
+        tl.store(out + 3, ust.test_any_vector(ivars, n, CMP, values, start).to(tl.int64))
+        tl.store(out + 4, ust.test_some(ivars, n, CMP, 7, idx).to(tl.int64))
+        tl.store(out + 5, ust.test_some_vector(ivars, n, CMP, values, idx + n).to(tl.int64))
+
+    @triton.jit
+    def satisfied_waits(ivars, values, n, start, out, idx):
+        # every word already satisfies these: the waits return without spinning
+        ust.wait_until_all_vector(ivars, n, 3, values)        # CMP_GE, values == ivars
+        ust.wait_until_all(ivars, n, 3, 0)
+        tl.store(out + 0, ust.wait_until_any_vector(ivars, n, 0, values, start).to(tl.int64))
+        tl.store(out + 1, ust.wait_until_some(ivars, n, 3, 0, idx).to(tl.int64))
+        tl.store(out + 2, ust.signal_wait_until(ivars + start, 0,
+                                                tl.load(values + start)).to(tl.int64))
+
+    return probe, satisfied_waits
+
+
+@_cuda_test
+@pytest.mark.parametrize("cmp", range(6))
+def test_triton_vector_tests(me, npes, data, cmp):
+    """ushmem.triton's test_all/any/some (+_vector) and the waits that find their words
+    already satisfied, against a host model of OpenSHMEM's comparisons on random words.
+    No device wait spins, so this runs with or without MPS."""
+    if not _have_triton():
+        pytest.skip("needs triton")
+    import operator
+    torch = _torch()
+    probe, satisfied_waits = _vector_kernels()
+    dev = torch.device("cuda", ushmem.cuda_device())
+    rng = data.rng(me, f"vec{cmp}")
+    n = int(rng.integers(1, 40))
+    start = int(rng.integers(0, n))
+    words = [int(x) for x in rng.integers(0, 16, n)]
+    vals = [int(x) for x in rng.integers(0, 16, n)]
+    ivars = torch.tensor(words, dtype=torch.int64, device=dev)
+    values = torch.tensor(vals, dtype=torch.int64, device=dev)
+    out = torch.full((8,), -9, dtype=torch.int64, device=dev)
+    idx = torch.full((2 * n,), -9, dtype=torch.int64, device=dev)
+    probe[(1,)](ivars, values, n, start, out, idx, CMP=cmp)
+    op = [operator.eq, operator.ne, operator.gt, operator.ge, operator.lt, operator.le][cmp]
+    ok7 = [op(w, 7) for w in words]
+    okv = [op(w, v) for w, v in zip(words, vals)]
+    first = lambda ok: next(((start + i) % n for i in range(n) if ok[(start + i) % n]), -1)  # noqa: E731
+    some7 = [i for i in range(n) if ok7[i]]
+    somev = [i for i in range(n) if okv[i]]
+    got, got_idx = out.cpu().tolist(), idx.cpu().tolist()
+    assert got[:6] == [int(all(ok7)), int(all(okv)), first(ok7), first(okv), len(some7),
+                       len(somev)], (cmp, words, vals, start)
+    assert got_idx[:len(some7)] == some7 and got_idx[n:n + len(somev)] == somev
+    out.fill_(-9)
+    satisfied_waits[(1,)](ivars, ivars, n, start, out, idx)
+    torch.cuda.synchronize(dev)
+    assert out.cpu().tolist()[:3] == [start, n, words[start]]

@@ -54,7 +54,10 @@ else:
     _triton_error = None
 
 __all__ = ["peer_ptr", "signal_set", "signal_add", "signal_wait_until_ge", "signal_fetch",
-           "fence_sys", "put_signal_args", "PeerArgs", "HAVE_TRITON"]
+           "fence_sys", "put_signal_args", "PeerArgs", "HAVE_TRITON", "signal_wait_until",
+           "test_all", "test_all_vector", "test_any", "test_any_vector", "test_some",
+           "test_some_vector", "wait_until_all", "wait_until_all_vector", "wait_until_any",
+           "wait_until_any_vector", "wait_until_some", "wait_until_some_vector"]
 
 HAVE_TRITON = triton is not None
 
@@ -243,3 +246,175 @@ def fence_sys():
         pack=1,
     )
     tl.debug_barrier()
+
+
+# Annotation of compile-time arguments; None without Triton (the helpers are stubs then).
+_constexpr = tl.constexpr if tl is not None else None
+
+
+# ---- Comparisons and multi-word waits (OpenSHMEM 1.5 wait_until/test _all/_any/_some
+# and their _vector forms) on arrays of this PE's 64-bit words ----
+# cmp is one of ushmem.CMP_EQ .. CMP_LE (0..5) and must be a compile-time constant
+# (tl.constexpr in the calling kernel). Words are read with system-scope acquire loads
+# (signal_fetch), so what a signaller stored before its release is visible after a
+# satisfied test. Values compare as unsigned 64-bit. The _vector forms take a pointer to
+# one comparison value per word; the others one value for all. There is no status mask:
+# an "any" search starts at index `start` (rotate it between calls so that every
+# satisfied index is eventually returned, as the spec asks). The tests never spin; the
+# waits spin like signal_wait_until_ge, so only where device waits are allowed.
+
+@_jit
+def _satisfied(v, cmp: _constexpr, value):
+    tl.static_assert(cmp >= 0 and cmp <= 5, "cmp must be one of ushmem.CMP_EQ .. CMP_LE")
+    value = tl.cast(value, tl.uint64)
+    if cmp == 0:
+        r = v == value
+    elif cmp == 1:
+        r = v != value
+    elif cmp == 2:
+        r = v > value
+    elif cmp == 3:
+        r = v >= value
+    elif cmp == 4:
+        r = v < value
+    else:
+        r = v <= value
+    return r.to(tl.int32)
+
+
+@_jit
+def _word_ok(ivars, j, cmp: _constexpr, values, VECTOR: _constexpr):
+    p = tl.cast(ivars, tl.pointer_type(tl.uint64)) + j
+    if VECTOR:
+        value = tl.load(tl.cast(values, tl.pointer_type(tl.uint64)) + j)
+    else:
+        value = values
+    return _satisfied(signal_fetch(p), cmp, value)
+
+
+@_jit
+def signal_wait_until(sig_ptr, cmp: _constexpr, value):
+    """Spin until this PE's 64-bit word at sig_ptr compares true (cmp: CMP_EQ .. CMP_LE)
+    with value; returns the value seen. Only where device waits are allowed."""
+    v = signal_fetch(sig_ptr)
+    while _satisfied(v, cmp, value) == 0:
+        v = signal_fetch(sig_ptr)
+    return v
+
+
+@_jit
+def _test_all(ivars, n, cmp: _constexpr, values, VECTOR: _constexpr):
+    ok = tl.cast(1, tl.int32)  # not from n: an n of 1 is specialized to a constant
+    for i in range(0, n):
+        ok = ok & _word_ok(ivars, i, cmp, values, VECTOR)
+    return ok
+
+
+@_jit
+def _test_any(ivars, n, cmp: _constexpr, values, start, VECTOR: _constexpr):
+    found = tl.cast(-1, tl.int32)
+    for i in range(0, n):
+        j = ((start + i) % n).to(tl.int32)
+        ok = _word_ok(ivars, j, cmp, values, VECTOR)
+        found = tl.where((ok != 0) & (found < 0), j, found)
+    return found
+
+
+@_jit
+def _test_some(ivars, n, cmp: _constexpr, values, indices, VECTOR: _constexpr):
+    count = tl.cast(0, tl.int32)
+    for i in range(0, n):
+        ok = _word_ok(ivars, i, cmp, values, VECTOR)
+        tl.store(indices + count, tl.cast(i, indices.dtype.element_ty), mask=ok != 0)
+        count = count + ok
+    return count
+
+
+@_jit
+def test_all(ivars, n, cmp: _constexpr, value):
+    """1 if every one of the n words at ivars compares true with value, else 0."""
+    return _test_all(ivars, n, cmp, value, False)
+
+
+@_jit
+def test_all_vector(ivars, n, cmp: _constexpr, values):
+    """1 if every word i compares true with values[i], else 0."""
+    return _test_all(ivars, n, cmp, values, True)
+
+
+@_jit
+def test_any(ivars, n, cmp: _constexpr, value, start):
+    """The first index, from start (cyclically), whose word compares true; -1 if none."""
+    return _test_any(ivars, n, cmp, value, start, False)
+
+
+@_jit
+def test_any_vector(ivars, n, cmp: _constexpr, values, start):
+    """test_any with one comparison value per word."""
+    return _test_any(ivars, n, cmp, values, start, True)
+
+
+@_jit
+def test_some(ivars, n, cmp: _constexpr, value, indices):
+    """Stores every index whose word compares true into indices[0..count), in order;
+    returns count (0: none)."""
+    return _test_some(ivars, n, cmp, value, indices, False)
+
+
+@_jit
+def test_some_vector(ivars, n, cmp: _constexpr, values, indices):
+    """test_some with one comparison value per word."""
+    return _test_some(ivars, n, cmp, values, indices, True)
+
+
+@_jit
+def wait_until_all(ivars, n, cmp: _constexpr, value):
+    """Spin until every one of the n words compares true with value."""
+    for i in range(0, n):
+        signal_wait_until(tl.cast(ivars, tl.pointer_type(tl.uint64)) + i, cmp, value)
+
+
+@_jit
+def wait_until_all_vector(ivars, n, cmp: _constexpr, values):
+    """Spin until every word i compares true with values[i]."""
+    for i in range(0, n):
+        signal_wait_until(tl.cast(ivars, tl.pointer_type(tl.uint64)) + i, cmp,
+                          tl.load(tl.cast(values, tl.pointer_type(tl.uint64)) + i))
+
+
+@_jit
+def wait_until_any(ivars, n, cmp: _constexpr, value, start):
+    """Spin until some word compares true with value; returns its index (searched from
+    start, cyclically)."""
+    found = _test_any(ivars, n, cmp, value, start, False)
+    while found < 0:
+        found = _test_any(ivars, n, cmp, value, start, False)
+    return found
+
+
+@_jit
+def wait_until_any_vector(ivars, n, cmp: _constexpr, values, start):
+    """wait_until_any with one comparison value per word."""
+    found = _test_any(ivars, n, cmp, values, start, True)
+    while found < 0:
+        found = _test_any(ivars, n, cmp, values, start, True)
+    return found
+
+
+@_jit
+def wait_until_some(ivars, n, cmp: _constexpr, value, indices):
+    """Spin until at least one word compares true; stores the indices of all that do
+    into indices and returns how many."""
+    count = _test_some(ivars, n, cmp, value, indices, False)
+    while count == 0:
+        count = _test_some(ivars, n, cmp, value, indices, False)
+    return count
+
+
+@_jit
+def wait_until_some_vector(ivars, n, cmp: _constexpr, values, indices):
+    """wait_until_some with one comparison value per word."""
+    count = _test_some(ivars, n, cmp, values, indices, True)
+    while count == 0:
+        count = _test_some(ivars, n, cmp, values, indices, True)
+    return count
