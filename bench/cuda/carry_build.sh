@@ -9,13 +9,14 @@
 #   [ -e build-gpu ] || ln -s build-carry build-gpu
 # and run from /work/main/build-gpu (ctest works there, e.g. ctest -R '^cuda/').
 # Saves the 30-100 s of building on every cold device machine. BENCH=1 adds
-# the ushmem device benchmarks (then: PREBUILT=1 bench/cuda/dev_run.sh
-# /work/main/build-gpu OUTDIR).
+# the ushmem device benchmarks (bench_dev_ushmem, bench_dev_coll,
+# bench_moe_ushmem; then: PREBUILT=1 bench/cuda/dev_run.sh /work/main/build-gpu
+# OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 set -eu
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
-# BENCH=1: also the ushmem device benchmarks (for PREBUILT=1 bench/cuda/dev_run.sh)
+# BENCH=1: also the ushmem device benchmarks (for PREBUILT=1 bench/cuda/dev_run.sh, moe_run.sh)
 if [ "${BENCH:-0}" = 1 ]; then
   . bench/cuda/common.sh
   build_ushmem_benches build-gpu /tmp/carry_build.log || { tail -20 /tmp/carry_build.log; exit 1; }

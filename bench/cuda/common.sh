@@ -1,4 +1,4 @@
-# Shared by the GPU benchmark scripts (run.sh, dev_run.sh, coll_run.sh); sourced.
+# Shared by the GPU benchmark scripts (run.sh, dev_run.sh, coll_run.sh, moe_run.sh); sourced.
 
 # NV = the folder of the nvidia-nvshmem-cu13 package (include/, lib/), or empty.
 find_nvshmem() {
@@ -55,14 +55,17 @@ mps_quit() {
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
 }
 
-# build_ushmem_benches BUILD_DIR LOG: the ushmem device benchmarks
-# (bench_dev_ushmem, bench_dev_coll) against BUILD_DIR's libushmem.a; needs no
-# GPU. Non-zero with a line when one fails.
+# build_ushmem_benches BUILD_DIR LOG [NAME...]: the ushmem device benchmarks
+# (NAMEs; default bench_dev_ushmem, bench_dev_coll and bench_moe_ushmem)
+# against BUILD_DIR's libushmem.a; needs no GPU. Non-zero with a line when one
+# fails.
 build_ushmem_benches() {
-  local b here
+  local b here out=$1 log=$2
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-  for b in bench_dev_ushmem bench_dev_coll; do
-    nvcc -O2 -std=c++17 -arch=sm_90 -I"$here/../../include" "$here/$b.cu" -o "$1/$b" \
-      "$1/libushmem.a" -ldl -lpthread >>"$2" 2>&1 || { echo "$b: build failed"; return 1; }
+  shift 2
+  [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem
+  for b in "$@"; do
+    nvcc -O2 -std=c++17 -arch=sm_90 -I"$here/../../include" "$here/$b.cu" -o "$out/$b" \
+      "$out/libushmem.a" -ldl -lpthread >>"$log" 2>&1 || { echo "$b: build failed"; return 1; }
   done
 }
