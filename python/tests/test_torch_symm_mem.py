@@ -176,3 +176,36 @@ def test_ushmem_ops_put_get_signal(sm, me, npes, data):
     assert torch.equal(slot(right).cpu(), ref[right] * 2)
     with pytest.raises(RuntimeError, match="is in no rendezvous|not in a block"):
         torch.ops.ushmem.put(torch.zeros(4, device=_dev()), right)
+
+
+@pytest.mark.parametrize("hidden", [33, 64])  # rows of 132 B (byte copies) and 256 B (16 B)
+def test_all_to_all_vdev(sm, me, npes, data, hidden):
+    """torch.ops.ushmem.all_to_all_vdev against a host model: random splits per round
+    (zeros included), every rank checks every row it received and out_splits_offsets."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    cap = 16 * npes
+    inp = sm.empty((cap, hidden), dtype=torch.float32, device=_dev())
+    out = sm.empty((cap, hidden), dtype=torch.float32, device=_dev())
+    oso = sm.empty((2, npes), dtype=torch.int64, device=_dev())
+    for rnd in range(3):
+        tag = f"a2av{hidden}/{rnd}"
+        splits = data.rng(me, tag).integers(0, 16, npes)
+        rows = {p: data.array(p, cap * hidden, "float32", tag).reshape(cap, hidden)
+                for p in range(npes)}
+        inp.copy_(torch.from_numpy(rows[me]).to(_dev()))
+        out.fill_(-1.0)
+        every = [torch.zeros(npes, dtype=torch.int64) for _ in range(npes)]
+        dist.all_gather(every, torch.from_numpy(splits.astype(np.int64)))
+        every = [e.numpy() for e in every]
+        torch.ops.ushmem.all_to_all_vdev(inp, out, torch.from_numpy(splits).to(_dev()), oso,
+                                         _world())
+        torch.cuda.current_stream().synchronize()
+        got_n = [int(every[p][me]) for p in range(npes)]
+        want = np.concatenate([rows[p][int(every[p][:me].sum()):][:got_n[p]]
+                               for p in range(npes)])
+        assert oso[0].cpu().tolist() == got_n
+        assert oso[1].cpu().tolist() == [int(sum(got_n[:p])) for p in range(npes)]
+        assert np.array_equal(out.cpu().numpy()[:len(want)], want), (rnd, me)
+        assert bool((out[len(want):] == -1.0).all())

@@ -32,6 +32,7 @@
 #define USHMEM_CAPI_SIGNAL_SET    0          /* SHMEM_SIGNAL_SET */
 #define USHMEM_CAPI_SIGNAL_ADD    1          /* SHMEM_SIGNAL_ADD */
 #define USHMEM_CAPI_CMP_EQ        0          /* SHMEM_CMP_EQ */
+#define USHMEM_CAPI_CMP_GE        3          /* SHMEM_CMP_GE */
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,11 +13,14 @@
 // the group's c10d store. A free never waits for a peer: it is deferred until
 // the work the current stream had queued on the block is done.
 //
-// Each block is [buffer | signal pad]; the pad is zeroed before the block is
-// handed out. barrier/put_signal/wait_signal are ushmem stream operations on
-// 64-bit pad words (stream memory operations on mapped peers, the proxy for
-// peers on other hosts): no spinning kernel, so several ranks per GPU work
-// without MPS. A timeout (ms, 0 = none) is kept by a watchdog thread that ends
+// Each block is [buffer | signal pad | sync words], the last two zeroed before
+// the block is handed out. The pad is torch's (its kernels and users keep it
+// zero between uses); barrier/put_signal/wait_signal use the sync words:
+// counters, one per (channel, source PE), that a signal adds 1 to and a wait
+// waits to reach the count of waits made so far, as ushmem stream operations
+// (stream memory operations on mapped peers, the proxy for peers on other
+// hosts). No spinning kernel, so several ranks per GPU work without MPS; no
+// reset, so a fast peer's next signal is never lost to a reset of the last. A timeout (ms, 0 = none) is kept by a watchdog thread that ends
 // the job with one line if the wait has not finished by then (torch's CUDA
 // backend traps the kernel instead).
 #include <ATen/ATen.h>
@@ -29,6 +32,7 @@
 #include <torch/csrc/distributed/c10d/symm_mem/SymmetricMemory.hpp>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -40,6 +44,14 @@
 #include <unordered_map>
 
 #include "../ushmem_capi.h"
+
+// _torch_symm_mem_kernels.cu (compiled by nvcc, linked in).
+extern "C" int ushmem_a2av_exchange(const int64_t *in_splits, int64_t *const *peer_oso_dev,
+                                    size_t oso_off, int me, int world, int64_t in_rows,
+                                    cudaStream_t stream);
+extern "C" int ushmem_a2av_pull(int64_t *oso, char *const *peer_in_dev, size_t in_off, char *out,
+                                size_t row_bytes, int world, int64_t out_rows, int blocks_per_peer,
+                                cudaStream_t stream);
 
 namespace ushmem_symm
 {
@@ -140,12 +152,41 @@ static Watchdog *watchdog()
 
 // ---- allocations ----
 
+// Sync words per block: channel * n_pes + source PE must stay below this.
+constexpr size_t kSyncWords = 8192;
+
 struct Block {
     void *ptr;
-    size_t size;    // what torch asked for
-    size_t pad_off; // signal pad: ptr + pad_off, get_signal_pad_size() bytes, zeroed
+    size_t size;     // what torch asked for
+    size_t pad_off;  // signal pad: ptr + pad_off, get_signal_pad_size() bytes, zeroed
+    size_t sync_off; // sync words: ptr + sync_off, kSyncWords uint64, zeroed
     int device;
 };
+
+// How many waits each block's sync words have seen (by word): what the next
+// wait waits for. Dropped when the block is freed.
+class WaitCounts {
+  public:
+    uint64_t next(void *block, size_t word)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        auto &v = counts_[block];
+        if (v.empty())
+            v.resize(kSyncWords);
+        return ++v[word];
+    }
+    void drop(void *block)
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        counts_.erase(block);
+    }
+
+  private:
+    std::mutex mu_;
+    std::unordered_map<void *, std::vector<uint64_t>> counts_;
+};
+
+static WaitCounts wait_counts;
 
 // What every group member publishes at rendezvous.
 struct Card {
@@ -154,12 +195,14 @@ struct Card {
     uint64_t buf_off; // offset in the device heap
     uint64_t size;
     uint64_t pad_off; // of the pad, in the device heap
+    uint64_t sync_off; // of the sync words, in the device heap
 };
 
 class UshmemPeerInfo : public c10::intrusive_ptr_target
 {
   public:
-    UshmemPeerInfo(const Block &b, const std::string &group_name) : device_(b.device), size_(b.size)
+    UshmemPeerInfo(const Block &b, const std::string &group_name)
+        : device_(b.device), size_(b.size), block_(b.ptr)
     {
         const ushmem_capi_t *u = api("rendezvous");
         c10::cuda::CUDAGuard guard(device_);
@@ -167,12 +210,10 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target
         rank_ = group->getRank();
         world_ = group->getSize();
         auto store = group->getStore();
-        size_t boff = 0, poff = 0;
-        TORCH_CHECK(u->heap_offset(b.ptr, &boff) == USHMEM_CAPI_MALLOC_DEVICE &&
-                        u->heap_offset(static_cast<char *>(b.ptr) + b.pad_off, &poff) ==
-                            USHMEM_CAPI_MALLOC_DEVICE,
+        size_t boff = 0;
+        TORCH_CHECK(u->heap_offset(b.ptr, &boff) == USHMEM_CAPI_MALLOC_DEVICE,
                     "ushmem symm_mem rendezvous: the block is not on the device heap");
-        Card mine{u->my_pe(), device_, boff, b.size, poff};
+        Card mine{u->my_pe(), device_, boff, b.size, boff + b.pad_off, boff + b.sync_off};
         uint64_t seq = next_seq(group_name);
         auto key = [&](uint64_t s, int r) {
             return "ushmem_symm/" + group_name + "/" + std::to_string(s) + "/" + std::to_string(r);
@@ -235,16 +276,17 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target
         c10::cuda::CUDACachingAllocator::raw_delete(ranks_dev_);
     }
 
-    // The address, in this PE's heap, of peer r's pad word `word`: what
+    // The address, in this PE's heap, of group rank r's sync word `word`: what
     // ushmem's calls take with r's PE number.
-    uint64_t *pad_word(int r, size_t word) const
+    uint64_t *sync_word(int r, size_t word) const
     {
         return static_cast<uint64_t *>(
-            capi->heap_addr(cards_[r].pad_off + word * 8, USHMEM_CAPI_MALLOC_DEVICE));
+            capi->heap_addr(cards_[r].sync_off + word * 8, USHMEM_CAPI_MALLOC_DEVICE));
     }
 
     int device_, rank_ = 0, world_ = 0;
     size_t size_;
+    void *block_;
     bool direct_ = false;
     std::vector<Card> cards_;
     std::vector<int> ranks_;
@@ -331,7 +373,8 @@ class UshmemSymmetricMemory : public SymmetricMemory
         return info_;
     }
 
-    // Channel c's word for source rank s: pad word c * world + s (64-bit words).
+    // Channel c's counter for source PE s: sync word c * n_pes + s, s the
+    // source's ushmem PE (so groups that share a block never share a word).
     void put_signal(int dst_rank, int channel, size_t timeout_ms) override
     {
         (void)timeout_ms; // a signal never waits
@@ -339,8 +382,9 @@ class UshmemSymmetricMemory : public SymmetricMemory
         c10::cuda::CUDAGuard guard(info_->device_);
         auto stream =
             reinterpret_cast<ushmem_capi_stream_t>(at::cuda::getCurrentCUDAStream().stream());
-        capi->signal_op_on_stream(info_->pad_word(dst_rank, word(channel, info_->rank_)), 1,
-                                  USHMEM_CAPI_SIGNAL_SET, info_->cards_[dst_rank].pe, stream);
+        size_t w = word(channel, info_->cards_[info_->rank_].pe);
+        capi->signal_op_on_stream(info_->sync_word(dst_rank, w), 1, USHMEM_CAPI_SIGNAL_ADD,
+                                  info_->cards_[dst_rank].pe, stream);
     }
 
     void wait_signal(int src_rank, int channel, size_t timeout_ms) override
@@ -350,9 +394,10 @@ class UshmemSymmetricMemory : public SymmetricMemory
         cudaStream_t cs = at::cuda::getCurrentCUDAStream().stream();
         auto stream = reinterpret_cast<ushmem_capi_stream_t>(cs);
         int me = info_->rank_;
-        uint64_t *w = info_->pad_word(me, word(channel, src_rank));
-        capi->signal_wait_until_on_stream(w, USHMEM_CAPI_CMP_EQ, 1, stream);
-        capi->signal_op_on_stream(w, 0, USHMEM_CAPI_SIGNAL_SET, info_->cards_[me].pe, stream);
+        size_t w = word(channel, info_->cards_[src_rank].pe);
+        uint64_t count = wait_counts.next(info_->block_, w);
+        capi->signal_wait_until_on_stream(info_->sync_word(me, w), USHMEM_CAPI_CMP_GE, count,
+                                          stream);
         if (timeout_ms)
             watchdog()->add(cs, info_->device_, timeout_ms,
                             "symm_mem wait_signal: no signal from rank " +
@@ -374,9 +419,10 @@ class UshmemSymmetricMemory : public SymmetricMemory
     }
 
   private:
-    size_t word(int channel, int rank) const
+    static size_t word(int channel, int pe)
     {
-        return static_cast<size_t>(channel) * info_->world_ + rank;
+        return static_cast<size_t>(channel) * static_cast<size_t>(capi->n_pes()) +
+               static_cast<size_t>(pe);
     }
 
     void check(int rank, int channel, const char *call) const
@@ -387,11 +433,9 @@ class UshmemSymmetricMemory : public SymmetricMemory
         TORCH_CHECK(rank != info_->rank_, "ushmem symm_mem ", call, ": rank ", rank,
                     " is this rank");
         TORCH_CHECK(channel >= 0, "ushmem symm_mem ", call, ": channel ", channel, " is negative");
-        size_t need = (word(channel, info_->world_ - 1) + 1) * 8;
-        TORCH_CHECK(need <= c10d::symmetric_memory::get_signal_pad_size(), "ushmem symm_mem ", call,
-                    ": channel ", channel, " needs a ", need, "-byte signal pad; it has ",
-                    c10d::symmetric_memory::get_signal_pad_size(),
-                    " (symm_mem.set_signal_pad_size)");
+        TORCH_CHECK(word(channel, capi->n_pes() - 1) < kSyncWords, "ushmem symm_mem ", call,
+                    ": channel ", channel, " is too large: channels times ", capi->n_pes(),
+                    " PEs must stay below ", kSyncWords);
     }
 
     c10::intrusive_ptr<UshmemPeerInfo> info_;
@@ -411,19 +455,22 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         reap(false);
         size_t pad = c10d::symmetric_memory::get_signal_pad_size();
         size_t pad_off = round_up(size ? size : 1, 256);
-        void *p = u->malloc_local(pad_off + pad, 256, USHMEM_CAPI_MALLOC_DEVICE);
+        size_t sync_off = round_up(pad_off + pad, 256);
+        size_t total = sync_off + kSyncWords * 8;
+        void *p = u->malloc_local(total, 256, USHMEM_CAPI_MALLOC_DEVICE);
         if (!p && !pending_.empty()) { // blocks still waiting for their streams
             reap(true);
-            p = u->malloc_local(pad_off + pad, 256, USHMEM_CAPI_MALLOC_DEVICE);
+            p = u->malloc_local(total, 256, USHMEM_CAPI_MALLOC_DEVICE);
         }
         TORCH_CHECK(p != nullptr, "ushmem symm_mem alloc: no room for ", size,
                     " bytes in the local part of the device heap (its line above says why; "
                     "raise USHMEM_DEVICE_LOCAL_HEAP_SIZE / USHMEM_DEVICE_HEAP_SIZE before "
                     "enable())");
         cudaStream_t side = zero_stream();
-        cuda_check(cudaMemsetAsync(static_cast<char *>(p) + pad_off, 0, pad, side), "memset");
+        cuda_check(cudaMemsetAsync(static_cast<char *>(p) + pad_off, 0, total - pad_off, side),
+                   "memset");
         cuda_check(cudaStreamSynchronize(side), "memset");
-        blocks_[p] = Block{p, size, pad_off, device_idx};
+        blocks_[p] = Block{p, size, pad_off, sync_off, device_idx};
         return p;
     }
 
@@ -443,6 +490,7 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         cuda_check(cudaEventRecord(ev, at::cuda::getCurrentCUDAStream().stream()),
                    "cudaEventRecord");
         pending_.push_back({ptr, ev});
+        wait_counts.drop(ptr);
         for (auto s = handles_.begin(); s != handles_.end();)
             s = s->first.first == ptr ? handles_.erase(s) : std::next(s);
         blocks_.erase(it);
@@ -696,6 +744,59 @@ void op_wait_signal(const at::Tensor &signal, int64_t value)
                                    static_cast<uint64_t>(value), cur_stream());
 }
 
+// all_to_all_vdev as torch's NVSHMEM op: rows (first dimension) of input go to
+// each group rank by in_splits (int64, world entries, on the device); this
+// rank's output gets every source's rows in rank order; out_splits_offsets
+// (int64, 2 x world, symmetric) returns the rows received from each source and
+// where they start in out. Pulls through the peers' mappings: every group
+// member must be mapped here (one host). Collective over the group.
+void op_all_to_all_vdev(const at::Tensor &input, at::Tensor &out, const at::Tensor &in_splits,
+                        at::Tensor &out_splits_offsets, std::string group_name)
+{
+    api("all_to_all_vdev");
+    for (const at::Tensor *t : std::initializer_list<const at::Tensor *>{
+             &input, &out, &in_splits, &out_splits_offsets})
+        check_tensor(*t, "all_to_all_vdev");
+    TORCH_CHECK(input.dim() >= 1 && out.dim() >= 1 && input.dtype() == out.dtype(),
+                "ushmem.all_to_all_vdev: input and out must have the same dtype and a first "
+                "dimension");
+    int64_t in_rows = input.size(0), out_rows = out.size(0);
+    size_t row_bytes = in_rows ? input.nbytes() / in_rows : 0;
+    TORCH_CHECK(!out_rows || out.nbytes() / out_rows == row_bytes || !in_rows,
+                "ushmem.all_to_all_vdev: input and out rows differ in size");
+    auto a = allocator();
+    auto hin = a->rendezvous(input.data_ptr(), group_name);
+    auto hoso = a->rendezvous(out_splits_offsets.data_ptr(), group_name);
+    int world = hoso->get_world_size(), me = hoso->get_rank();
+    TORCH_CHECK(in_splits.scalar_type() == at::kLong && in_splits.numel() == world,
+                "ushmem.all_to_all_vdev: in_splits must be int64 with ", world, " entries");
+    TORCH_CHECK(out_splits_offsets.scalar_type() == at::kLong &&
+                    out_splits_offsets.numel() == 2 * world,
+                "ushmem.all_to_all_vdev: out_splits_offsets must be int64 of shape (2, ", world,
+                ")");
+    TORCH_CHECK(hin->world_within_direct_access() && hoso->world_within_direct_access(),
+                "ushmem.all_to_all_vdev: needs every rank of the group mapped here (one host); "
+                "use ushmem's stream collectives across hosts");
+    c10::cuda::CUDAGuard guard(input.device());
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+    hoso->barrier(0, 0); // peers are done with this rank's splits and input of the last call
+    int rc = ushmem_a2av_exchange(in_splits.data_ptr<int64_t>(),
+                                  reinterpret_cast<int64_t *const *>(hoso->get_buffer_ptrs_dev()),
+                                  hoso->get_offset(), me, world, in_rows, stream);
+    TORCH_CHECK(rc == 0, "ushmem.all_to_all_vdev: exchange kernel: ",
+                rc < 0 ? "group larger than 1024 ranks" : cudaGetErrorString((cudaError_t)rc));
+    hoso->barrier(0, 0); // every source's splits and offsets are here
+    int blocks = static_cast<int>(std::min<int64_t>(
+        64, std::max<int64_t>(1, static_cast<int64_t>(row_bytes) * in_rows / world / 65536)));
+    rc = ushmem_a2av_pull(out_splits_offsets.data_ptr<int64_t>(),
+                          reinterpret_cast<char *const *>(hin->get_buffer_ptrs_dev()),
+                          hin->get_offset(), static_cast<char *>(out.data_ptr()), row_bytes,
+                          world, out_rows, blocks, stream);
+    TORCH_CHECK(rc == 0, "ushmem.all_to_all_vdev: pull kernel: ",
+                rc < 0 ? "group larger than 1024 ranks" : cudaGetErrorString((cudaError_t)rc));
+    hoso->barrier(0, 0); // every rank has pulled from this rank's input
+}
+
 } // namespace
 
 TORCH_LIBRARY(ushmem, m)
@@ -704,6 +805,8 @@ TORCH_LIBRARY(ushmem, m)
     m.def("get(Tensor(a!) tensor, int peer) -> ()");
     m.def("put_signal(Tensor tensor, Tensor(a!) signal, int value, int peer) -> ()");
     m.def("wait_signal(Tensor signal, int value) -> ()");
+    m.def("all_to_all_vdev(Tensor input, Tensor(a!) out, Tensor in_splits, "
+          "Tensor(a!) out_splits_offsets, str group_name) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(ushmem, CUDA, m)
@@ -712,4 +815,5 @@ TORCH_LIBRARY_IMPL(ushmem, CUDA, m)
     m.impl("get", op_get);
     m.impl("put_signal", op_put_signal);
     m.impl("wait_signal", op_wait_signal);
+    m.impl("all_to_all_vdev", op_all_to_all_vdev);
 }

@@ -24,12 +24,13 @@ peers. Peers on other hosts have NULL buffer pointers (ushmem's proxy still carr
 ``put_signal``/``wait_signal`` to them).
 
 Needs torch with CUDA and its C++ headers (pip wheels have them), a C++ compiler and
-the CUDA runtime headers (CUDA_HOME). The build goes to ``$USHMEM_CACHE_DIR`` or
+nvcc with the CUDA runtime headers (CUDA_HOME; the all_to_all_vdev kernels). The build goes to ``$USHMEM_CACHE_DIR`` or
 ``~/.cache/ushmem``."""
 import ctypes
 import fcntl
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ import ushmem
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SRC = os.path.join(_HERE, "_torch_symm_mem.cpp")
+_KERNELS = os.path.join(_HERE, "_torch_symm_mem_kernels.cu")
 _CAPI_H = os.path.join(os.path.dirname(_HERE), "ushmem_capi.h")
 _HEADER = os.path.join("torch", "csrc", "distributed", "c10d", "symm_mem", "SymmetricMemory.hpp")
 NAME = "USHMEM"
@@ -59,12 +61,34 @@ def _cuda_paths(fn):
 
 
 def _why_not():
-    if not torch.cuda.is_available() and torch.version.cuda is None:
+    if torch.version.cuda is None:
         return f"torch {torch.__version__} has no CUDA"
+    if not torch.cuda.is_available():
+        return "no CUDA device is visible"
     inc = os.path.join(os.path.dirname(torch.__file__), "include")
     if not os.path.exists(os.path.join(inc, _HEADER)):
         return f"torch {torch.__version__} ships no {_HEADER}"
     return None
+
+
+def _nvcc():
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    for c in ([os.path.join(home, "bin", "nvcc")] if home else []) + \
+            [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]:
+        if c and os.access(c, os.X_OK):
+            return c
+    raise BuildError("ushmem torch symm_mem backend: no nvcc (set CUDA_HOME) to compile "
+                     f"{_KERNELS}")
+
+
+def _run(cmd, what, verbose):
+    if verbose:
+        print(" ".join(cmd), file=sys.stderr)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-20:])
+        raise BuildError(f"ushmem torch symm_mem backend: compiling {what} failed "
+                         f"({cmd[0]}, torch {torch.__version__}):\n{tail}")
 
 
 def build(verbose=False):
@@ -72,8 +96,13 @@ def build(verbose=False):
     why = _why_not()
     if why:
         raise BuildError(f"ushmem torch symm_mem backend: {why}")
-    with open(_SRC, "rb") as f, open(_CAPI_H, "rb") as g:
-        digest = hashlib.sha1(f.read() + g.read() + torch.__version__.encode()).hexdigest()[:12]
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"{major}{minor}"
+    h = hashlib.sha1((torch.__version__ + arch).encode())
+    for path in (_SRC, _KERNELS, _CAPI_H):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    digest = h.hexdigest()[:12]
     cache = os.environ.get("USHMEM_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "ushmem")
     os.makedirs(cache, exist_ok=True)
@@ -90,18 +119,22 @@ def build(verbose=False):
         abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
         os.close(fd)
-        cmd = [os.environ.get("CXX", "c++"), "-O2", "-std=c++17", "-shared", "-fPIC",
-               f"-D_GLIBCXX_USE_CXX11_ABI={abi}", *[f"-I{d}" for d in incs], _SRC, "-o", tmp,
-               *[f"-L{d}" for d in libdirs], *[f"-Wl,-rpath,{d}" for d in libdirs],
-               "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-lc10_cuda", "-lcudart"]
-        if verbose:
-            print(" ".join(cmd), file=sys.stderr)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
+        obj = tmp[:-3] + "_kernels.o"
+        try:
+            _run([_nvcc(), "-O2", "-std=c++17", "-Xcompiler", "-fPIC",
+                  f"-gencode=arch=compute_{arch},code=sm_{arch}", "-c", _KERNELS, "-o", obj],
+                 _KERNELS, verbose)
+            _run([os.environ.get("CXX", "c++"), "-O2", "-std=c++17", "-shared", "-fPIC",
+                  f"-D_GLIBCXX_USE_CXX11_ABI={abi}", *[f"-I{d}" for d in incs], _SRC, obj,
+                  "-o", tmp, *[f"-L{d}" for d in libdirs], *[f"-Wl,-rpath,{d}" for d in libdirs],
+                  "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-lc10_cuda", "-lcudart"],
+                 _SRC, verbose)
+        except BaseException:
             os.unlink(tmp)
-            tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-20:])
-            raise BuildError(f"ushmem torch symm_mem backend: compiling {_SRC} failed "
-                             f"({cmd[0]}, torch {torch.__version__}):\n{tail}")
+            raise
+        finally:
+            if os.path.exists(obj):
+                os.unlink(obj)
         os.replace(tmp, out)
     return out
 
