@@ -9,8 +9,8 @@
 _Static_assert(USHMEM_CAPI_MALLOC_HOST == SHMEMX_MALLOC_HOST &&
                    USHMEM_CAPI_MALLOC_DEVICE == SHMEMX_MALLOC_DEVICE &&
                    USHMEM_CAPI_SIGNAL_SET == SHMEM_SIGNAL_SET &&
-                   USHMEM_CAPI_SIGNAL_ADD == SHMEM_SIGNAL_ADD && USHMEM_CAPI_CMP_EQ == SHMEM_CMP_EQ &&
-                   USHMEM_CAPI_CMP_GE == SHMEM_CMP_GE,
+                   USHMEM_CAPI_SIGNAL_ADD == SHMEM_SIGNAL_ADD &&
+                   USHMEM_CAPI_CMP_EQ == SHMEM_CMP_EQ && USHMEM_CAPI_CMP_GE == SHMEM_CMP_GE,
                "ushmem_capi.h's constants are shmem.h's and shmemx.h's");
 
 /* As ushmem.is_initialized(): 0 once finalize() has begun. Reads only flags,
