@@ -178,19 +178,22 @@ def test_ushmem_ops_put_get_signal(sm, me, npes, data):
         torch.ops.ushmem.put(torch.zeros(4, device=_dev()), right)
 
 
+@pytest.mark.parametrize("path", ["kernel", "host"])  # host: the path for other hosts
 @pytest.mark.parametrize("hidden", [33, 64])  # rows of 132 B (byte copies) and 256 B (16 B)
-def test_all_to_all_vdev(sm, me, npes, data, hidden):
+def test_all_to_all_vdev(sm, me, npes, data, hidden, path, monkeypatch):
     """torch.ops.ushmem.all_to_all_vdev against a host model: random splits per round
     (zeros included), every rank checks every row it received and out_splits_offsets."""
     import numpy as np
     import torch
     import torch.distributed as dist
+    if path == "host":
+        monkeypatch.setenv("USHMEM_SYMM_A2AV", "host")
     cap = 16 * npes
     inp = sm.empty((cap, hidden), dtype=torch.float32, device=_dev())
     out = sm.empty((cap, hidden), dtype=torch.float32, device=_dev())
     oso = sm.empty((2, npes), dtype=torch.int64, device=_dev())
     for rnd in range(3):
-        tag = f"a2av{hidden}/{rnd}"
+        tag = f"a2av{hidden}/{path}/{rnd}"
         splits = data.rng(me, tag).integers(0, 16, npes)
         rows = {p: data.array(p, cap * hidden, "float32", tag).reshape(cap, hidden)
                 for p in range(npes)}

@@ -20,9 +20,9 @@
 // waits to reach the count of waits made so far, as ushmem stream operations
 // (stream memory operations on mapped peers, the proxy for peers on other
 // hosts). No spinning kernel, so several ranks per GPU work without MPS; no
-// reset, so a fast peer's next signal is never lost to a reset of the last. A timeout (ms, 0 = none) is kept by a watchdog thread that ends
-// the job with one line if the wait has not finished by then (torch's CUDA
-// backend traps the kernel instead).
+// reset, so a fast peer's next signal is never lost to a reset of the last. A timeout (ms, 0 =
+// none) is kept by a watchdog thread that ends the job with one line if the wait has not finished
+// by then (torch's CUDA backend traps the kernel instead).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -36,6 +36,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -165,7 +166,8 @@ struct Block {
 
 // How many waits each block's sync words have seen (by word): what the next
 // wait waits for. Dropped when the block is freed.
-class WaitCounts {
+class WaitCounts
+{
   public:
     uint64_t next(void *block, size_t word)
     {
@@ -194,7 +196,7 @@ struct Card {
     int32_t device;
     uint64_t buf_off; // offset in the device heap
     uint64_t size;
-    uint64_t pad_off; // of the pad, in the device heap
+    uint64_t pad_off;  // of the pad, in the device heap
     uint64_t sync_off; // of the sync words, in the device heap
 };
 
@@ -372,6 +374,16 @@ class UshmemSymmetricMemory : public SymmetricMemory
     {
         return info_;
     }
+    // Group rank r's copy of this handle's tensor, plus byte off, as an address
+    // of this PE's heap (for ushmem's calls with r's PE number), and that PE.
+    void *peer_heap_addr(int r, size_t off) const
+    {
+        return capi->heap_addr(info_->cards_[r].buf_off + offset_ + off, USHMEM_CAPI_MALLOC_DEVICE);
+    }
+    int pe_of(int r) const
+    {
+        return info_->cards_[r].pe;
+    }
 
     // Channel c's counter for source PE s: sync word c * n_pes + s, s the
     // source's ushmem PE (so groups that share a block never share a word).
@@ -540,6 +552,13 @@ class UshmemAllocator : public SymmetricMemoryAllocator
     c10::intrusive_ptr<SymmetricMemory>
     rendezvous(void *ptr, const std::optional<std::string> &group_name) override
     {
+        return handle(ptr, group_name);
+    }
+
+    // rendezvous with the backend's own type (the ops read the peers' records).
+    c10::intrusive_ptr<UshmemSymmetricMemory> handle(void *ptr,
+                                                     const std::optional<std::string> &group_name)
+    {
         api("rendezvous");
         TORCH_CHECK(group_name.has_value(), "ushmem symm_mem rendezvous: no group given");
         std::unique_lock<std::mutex> g(mu_);
@@ -681,6 +700,7 @@ Register register_ushmem;
 // ushmem's proxy.
 
 using ushmem_symm::api;
+using ushmem_symm::UshmemSymmetricMemory;
 
 ushmem_capi_stream_t cur_stream()
 {
@@ -744,6 +764,63 @@ void op_wait_signal(const at::Tensor &signal, int64_t value)
                                    static_cast<uint64_t>(value), cur_stream());
 }
 
+// all_to_all_vdev where some group member is on another host (not mapped here):
+// the host reads the splits (two stream syncs), the splits and offsets travel as
+// ushmem stream puts, and each source's rows come with a stream get (the proxy
+// carries both to other hosts). Correct everywhere; the kernel path is the
+// fast one.
+void a2av_host(UshmemSymmetricMemory &hin, UshmemSymmetricMemory &hoso, const at::Tensor &input,
+               at::Tensor &out, const at::Tensor &in_splits, at::Tensor &oso, size_t row_bytes,
+               cudaStream_t cs)
+{
+    const ushmem_capi_t *u = ushmem_symm::capi;
+    auto stream = reinterpret_cast<ushmem_capi_stream_t>(cs);
+    int world = hoso.get_world_size(), me = hoso.get_rank();
+    at::Tensor hs = in_splits.cpu(); // syncs the stream: the splits are final
+    std::vector<int64_t> sp(hs.data_ptr<int64_t>(), hs.data_ptr<int64_t>() + world);
+    std::vector<int64_t> vals(2 * world);
+    int64_t acc = 0;
+    for (int j = 0; j < world; j++) {
+        TORCH_CHECK(sp[j] >= 0, "ushmem.all_to_all_vdev: in_splits[", j, "] = ", sp[j],
+                    " is negative");
+        vals[j] = sp[j];
+        vals[world + j] = acc;
+        acc += sp[j];
+    }
+    TORCH_CHECK(acc <= input.size(0), "ushmem.all_to_all_vdev: in_splits sum to ", acc,
+                " rows, the input has ", input.size(0));
+    at::Tensor dv = at::empty({2 * world}, in_splits.options());
+    dv.copy_(at::from_blob(vals.data(), {2 * world}, at::kLong), /*non_blocking=*/false);
+    hoso.barrier(0, 0); // peers are done with this rank's splits and input of the last call
+    for (int j = 0; j < world; j++) {
+        u->putmem_on_stream(hoso.peer_heap_addr(j, 8 * me), dv.data_ptr<int64_t>() + j, 8,
+                            hoso.pe_of(j), stream);
+        u->putmem_on_stream(hoso.peer_heap_addr(j, 8 * (world + me)),
+                            dv.data_ptr<int64_t>() + world + j, 8, hoso.pe_of(j), stream);
+    }
+    hoso.barrier(0, 0); // every source's splits and offsets are here
+    std::vector<int64_t> mine(2 * world);
+    at::Tensor host = oso.cpu(); // syncs the stream
+    std::memcpy(mine.data(), host.data_ptr<int64_t>(), sizeof(int64_t) * 2 * world);
+    std::vector<int64_t> offs(world);
+    int64_t off = 0;
+    char *dst = static_cast<char *>(out.data_ptr());
+    for (int p = 0; p < world; p++) {
+        int64_t rows = mine[p];
+        TORCH_CHECK(off + rows <= out.size(0), "ushmem.all_to_all_vdev: ", off + rows,
+                    " rows arrive, the output has ", out.size(0));
+        if (rows)
+            u->getmem_on_stream(
+                dst + off * row_bytes,
+                hin.peer_heap_addr(p, static_cast<size_t>(mine[world + p]) * row_bytes),
+                static_cast<size_t>(rows) * row_bytes, hin.pe_of(p), stream);
+        offs[p] = off;
+        off += rows;
+    }
+    oso[1].copy_(at::from_blob(offs.data(), {world}, at::kLong), /*non_blocking=*/false);
+    hoso.barrier(0, 0); // every rank has pulled from this rank's input
+}
+
 // all_to_all_vdev as torch's NVSHMEM op: rows (first dimension) of input go to
 // each group rank by in_splits (int64, world entries, on the device); this
 // rank's output gets every source's rows in rank order; out_splits_offsets
@@ -754,8 +831,8 @@ void op_all_to_all_vdev(const at::Tensor &input, at::Tensor &out, const at::Tens
                         at::Tensor &out_splits_offsets, std::string group_name)
 {
     api("all_to_all_vdev");
-    for (const at::Tensor *t : std::initializer_list<const at::Tensor *>{
-             &input, &out, &in_splits, &out_splits_offsets})
+    for (const at::Tensor *t :
+         std::initializer_list<const at::Tensor *>{&input, &out, &in_splits, &out_splits_offsets})
         check_tensor(*t, "all_to_all_vdev");
     TORCH_CHECK(input.dim() >= 1 && out.dim() >= 1 && input.dtype() == out.dtype(),
                 "ushmem.all_to_all_vdev: input and out must have the same dtype and a first "
@@ -765,20 +842,22 @@ void op_all_to_all_vdev(const at::Tensor &input, at::Tensor &out, const at::Tens
     TORCH_CHECK(!out_rows || out.nbytes() / out_rows == row_bytes || !in_rows,
                 "ushmem.all_to_all_vdev: input and out rows differ in size");
     auto a = allocator();
-    auto hin = a->rendezvous(input.data_ptr(), group_name);
-    auto hoso = a->rendezvous(out_splits_offsets.data_ptr(), group_name);
+    auto hin = a->handle(input.data_ptr(), group_name);
+    auto hoso = a->handle(out_splits_offsets.data_ptr(), group_name);
     int world = hoso->get_world_size(), me = hoso->get_rank();
     TORCH_CHECK(in_splits.scalar_type() == at::kLong && in_splits.numel() == world,
                 "ushmem.all_to_all_vdev: in_splits must be int64 with ", world, " entries");
-    TORCH_CHECK(out_splits_offsets.scalar_type() == at::kLong &&
-                    out_splits_offsets.numel() == 2 * world,
-                "ushmem.all_to_all_vdev: out_splits_offsets must be int64 of shape (2, ", world,
-                ")");
-    TORCH_CHECK(hin->world_within_direct_access() && hoso->world_within_direct_access(),
-                "ushmem.all_to_all_vdev: needs every rank of the group mapped here (one host); "
-                "use ushmem's stream collectives across hosts");
+    TORCH_CHECK(
+        out_splits_offsets.scalar_type() == at::kLong && out_splits_offsets.numel() == 2 * world,
+        "ushmem.all_to_all_vdev: out_splits_offsets must be int64 of shape (2, ", world, ")");
     c10::cuda::CUDAGuard guard(input.device());
     cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+    const char *path = std::getenv("USHMEM_SYMM_A2AV"); // "host": that path on one host too
+    if (!hin->world_within_direct_access() || !hoso->world_within_direct_access() ||
+        (path && std::string(path) == "host")) {
+        a2av_host(*hin, *hoso, input, out, in_splits, out_splits_offsets, row_bytes, stream);
+        return;
+    }
     hoso->barrier(0, 0); // peers are done with this rank's splits and input of the last call
     int rc = ushmem_a2av_exchange(in_splits.data_ptr<int64_t>(),
                                   reinterpret_cast<int64_t *const *>(hoso->get_buffer_ptrs_dev()),
@@ -790,8 +869,8 @@ void op_all_to_all_vdev(const at::Tensor &input, at::Tensor &out, const at::Tens
         64, std::max<int64_t>(1, static_cast<int64_t>(row_bytes) * in_rows / world / 65536)));
     rc = ushmem_a2av_pull(out_splits_offsets.data_ptr<int64_t>(),
                           reinterpret_cast<char *const *>(hin->get_buffer_ptrs_dev()),
-                          hin->get_offset(), static_cast<char *>(out.data_ptr()), row_bytes,
-                          world, out_rows, blocks, stream);
+                          hin->get_offset(), static_cast<char *>(out.data_ptr()), row_bytes, world,
+                          out_rows, blocks, stream);
     TORCH_CHECK(rc == 0, "ushmem.all_to_all_vdev: pull kernel: ",
                 rc < 0 ? "group larger than 1024 ranks" : cudaGetErrorString((cudaError_t)rc));
     hoso->barrier(0, 0); // every rank has pulled from this rank's input
