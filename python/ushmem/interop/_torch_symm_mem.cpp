@@ -314,6 +314,9 @@ class UshmemSymmetricMemory : public SymmetricMemory
     {
     }
 
+    // Without `override`: torch releases add and drop these (get_offset,
+    // get_device, rank maps, world_within_direct_access); they override where
+    // the installed header declares them and are plain methods elsewhere.
     std::vector<void *> get_buffer_ptrs() override
     {
         return info_->buffers_;
@@ -334,7 +337,7 @@ class UshmemSymmetricMemory : public SymmetricMemory
     {
         return info_->size_;
     }
-    size_t get_offset() override
+    size_t get_offset()
     {
         return offset_;
     }
@@ -354,19 +357,19 @@ class UshmemSymmetricMemory : public SymmetricMemory
     {
         return info_->world_;
     }
-    c10::Device get_device() override
+    c10::Device get_device()
     {
         return c10::Device(c10::DeviceType::CUDA, info_->device_);
     }
-    const std::vector<int> &get_rank_to_global_rank() override
+    const std::vector<int> &get_rank_to_global_rank()
     {
         return info_->ranks_;
     }
-    int *get_rank_to_global_rank_dev() override
+    int *get_rank_to_global_rank_dev()
     {
         return info_->ranks_dev_;
     }
-    bool world_within_direct_access() override
+    bool world_within_direct_access()
     {
         return info_->direct_;
     }
