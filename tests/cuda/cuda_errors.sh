@@ -20,6 +20,7 @@ check nonsym "shmemx_putmem_on_stream: dest .* is not a symmetric address"
 check nonsym_dev "shmemx_putmem_on_stream: dest .* is not a symmetric address"
 check sigwait_nonsym "shmemx_signal_wait_until_on_stream: sig_addr .* is not a symmetric address"
 check devwait "is device memory that is not on the symmetric heap"
+check devwait "shmem_uint64_wait_until: ivar .* is not memory this process can read" USHMEM_TRANSPORTS=shm
 check nodevice "needs a bound CUDA device" USHMEM_TRANSPORTS=shm
 check badpe "PE 2 out of range"
 check badcmp "unknown comparison operator 42"
