@@ -14,13 +14,10 @@
 #include "core/prims.h"
 #include "heap/alloc.h"
 #include "heap/heap.h"
-#include "heap/reg.h"
 #include "transport/cuda/devmem.h"
 
 static ushmemi_alloc_t *arena;
-static ushmemi_reg_t *registry;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define HEAP_MIN_ALIGN 64
 /* The user arena starts on this boundary in every PE, so shmem_align can honour
@@ -87,7 +84,7 @@ int ushmemi_heap_init(const char *call)
     rc = ushmemi_alloc_create(&arena, collective, HEAP_MIN_ALIGN);
     if (rc)
         goto unmap;
-    rc = ushmemi_reg_create(&registry);
+    rc = ushmemi_buffers_init();
     if (rc)
         goto destroy_arena;
     seg->peer = calloc((size_t)ushmemi_g.n_pes, sizeof *seg->peer);
@@ -105,8 +102,7 @@ int ushmemi_heap_init(const char *call)
     return 0;
 
 destroy_reg:
-    ushmemi_reg_destroy(registry);
-    registry = NULL;
+    ushmemi_buffers_fini();
 destroy_arena:
     ushmemi_alloc_destroy(arena);
     arena = NULL;
@@ -130,8 +126,7 @@ void ushmemi_heap_fini(void)
     memset(seg, 0, sizeof *seg);
     seg->fd = -1;
     ushmemi_g.sync = NULL;
-    ushmemi_reg_destroy(registry);
-    registry = NULL;
+    ushmemi_buffers_fini();
     ushmemi_alloc_destroy(arena);
     arena = NULL;
     ushmemi_local_fini(USHMEMI_LOCAL_HOST);
@@ -389,79 +384,6 @@ USHMEMI_API void *shrealloc(void *ptr, size_t size)
 USHMEMI_API void *shmemalign(size_t alignment, size_t size)
 {
     return shmem_align(alignment, size);
-}
-
-/* ---- Local buffer registration ---- */
-
-static int reg_status(int rc)
-{
-    switch (rc) {
-    case 0: return SHMEMX_SUCCESS;
-    case USHMEM_EOVERLAP: return SHMEMX_ERR_OVERLAP;
-    case USHMEM_ENOTFOUND: return SHMEMX_ERR_NOTFOUND;
-    case USHMEM_ENOMEM: return SHMEMX_ERR_NOMEM;
-    default: return SHMEMX_ERR_INVALID;
-    }
-}
-
-USHMEMI_API int shmemx_buffer_register(void *addr, size_t length)
-{
-    static const char call[] = "shmemx_buffer_register";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
-    if (!addr || length == 0) {
-        ushmemi_error(call, "%s", !addr ? "address is NULL" : "length is 0");
-        return SHMEMX_ERR_INVALID;
-    }
-    pthread_mutex_lock(&reg_lock);
-    int rc = ushmemi_reg_add(registry, addr, length);
-    pthread_mutex_unlock(&reg_lock);
-    if (rc)
-        ushmemi_error(call, "cannot register [%p, +%zu): %s", addr, length, ushmemi_strerror(rc));
-    return reg_status(rc);
-}
-
-USHMEMI_API int shmemx_buffer_unregister(void *addr)
-{
-    static const char call[] = "shmemx_buffer_unregister";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
-    if (!addr) {
-        ushmemi_error(call, "address is NULL");
-        return SHMEMX_ERR_INVALID;
-    }
-    pthread_mutex_lock(&reg_lock);
-    int rc = ushmemi_reg_remove(registry, addr);
-    pthread_mutex_unlock(&reg_lock);
-    if (rc)
-        ushmemi_error(call, "%p is not inside a registered buffer", addr);
-    return reg_status(rc);
-}
-
-USHMEMI_API int shmemx_buffer_unregister_all(void)
-{
-    if (!ushmemi_g.initialized) {
-        ushmemi_error("shmemx_buffer_unregister_all", "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
-    pthread_mutex_lock(&reg_lock);
-    ushmemi_reg_clear(registry);
-    pthread_mutex_unlock(&reg_lock);
-    return SHMEMX_SUCCESS;
-}
-
-/* 1 if [addr, addr+len) is registered (used by transports that need it). */
-int ushmemi_buffer_is_registered(const void *addr, size_t len);
-int ushmemi_buffer_is_registered(const void *addr, size_t len)
-{
-    pthread_mutex_lock(&reg_lock);
-    int r = registry ? ushmemi_reg_lookup(registry, addr, len) : 0;
-    pthread_mutex_unlock(&reg_lock);
-    return r;
 }
 
 /* pshmem_ profiling names */

@@ -21,6 +21,11 @@ void ushmemi_dataseg_fini(void);
 int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
                          const void *ptr, size_t *off, const char *call);
 
+/* Registered buffers (heap/buffers.c): the table is made and dropped with the
+ * heap. */
+int ushmemi_buffers_init(void);
+void ushmemi_buffers_fini(void);
+
 /* Local blocks (heap/local.c). A heap's user part [user, user+user_size) is
  * split at init: the local part (its variable's size, rounded to 2 MiB, at the
  * top) and the collective arena below, whose size goes to *collective. */
