@@ -28,4 +28,7 @@ find build-carry -name "*.o" -delete
 for d in build-carry/tests/*/; do
   case "$d" in */cuda/) ;; *) find "$d" -type f -perm -u+x -delete ;; esac
 done
+# Debug info is most of each binary's size and no GPU run reads it.
+find build-carry -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "^ELF" && strip --strip-debug "$1"' _ {} \; 2>/dev/null || true
+find build-carry -name "*.so*" -type f -exec strip --strip-debug {} \; 2>/dev/null || true
 du -sh build-carry
