@@ -212,3 +212,22 @@ def test_all_to_all_vdev(sm, me, npes, data, hidden, path, monkeypatch):
         assert oso[1].cpu().tolist() == [int(sum(got_n[:p])) for p in range(npes)]
         assert np.array_equal(out.cpu().numpy()[:len(want)], want), (rnd, me)
         assert bool((out[len(want):] == -1.0).all())
+
+
+def test_fused_all_gather_matmul(sm, me, npes, data):
+    """torch's fused all-gather + matmul (its symmetric-memory workspace is allocated
+    with a group and rendezvoused without one) against all_gather then matmul."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    rows, k, n = 16, 32, 24
+    a = torch.from_numpy(data.array(me, rows * k, "float32", "agmm").reshape(rows, k))
+    b = torch.from_numpy(data.array(0, k * n, "float32", "agmm_b").reshape(k, n))
+    ag, (mm,) = torch.ops.symm_mem.fused_all_gather_matmul(
+        a.to(_dev()), [b.to(_dev())], gather_dim=0, group_name=_world())
+    torch.cuda.current_stream().synchronize()
+    parts = [torch.zeros_like(a) for _ in range(npes)]
+    dist.all_gather(parts, a)
+    want = torch.cat(parts)
+    assert torch.equal(ag.cpu(), want)
+    assert np.allclose(mm.cpu().numpy(), (want @ b).numpy(), rtol=1e-3, atol=1e-3)

@@ -162,6 +162,7 @@ struct Block {
     size_t pad_off;  // signal pad: ptr + pad_off, get_signal_pad_size() bytes, zeroed
     size_t sync_off; // sync words: ptr + sync_off, kSyncWords uint64, zeroed
     int device;
+    std::optional<std::string> group; // alloc's group: rendezvous's default
 };
 
 // How many waits each block's sync words have seen (by word): what the next
@@ -462,7 +463,6 @@ class UshmemAllocator : public SymmetricMemoryAllocator
   public:
     void *alloc(size_t size, int device_idx, const std::optional<std::string> &group_name) override
     {
-        (void)group_name; // rendezvous names the group
         const ushmem_capi_t *u = api("alloc");
         check_device(device_idx);
         c10::cuda::CUDAGuard guard(device_idx);
@@ -485,7 +485,7 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         cuda_check(cudaMemsetAsync(static_cast<char *>(p) + pad_off, 0, total - pad_off, side),
                    "memset");
         cuda_check(cudaStreamSynchronize(side), "memset");
-        blocks_[p] = Block{p, size, pad_off, sync_off, device_idx};
+        blocks_[p] = Block{p, size, pad_off, sync_off, device_idx, group_name};
         return p;
     }
 
@@ -563,20 +563,23 @@ class UshmemAllocator : public SymmetricMemoryAllocator
                                                      const std::optional<std::string> &group_name)
     {
         api("rendezvous");
-        TORCH_CHECK(group_name.has_value(), "ushmem symm_mem rendezvous: no group given");
         std::unique_lock<std::mutex> g(mu_);
         const Block *b = find(ptr);
         TORCH_CHECK(b != nullptr, "ushmem symm_mem rendezvous: ", ptr,
                     " is not in a block of the USHMEM backend");
         Block blk = *b;
-        auto key = std::make_pair(blk.ptr, *group_name);
+        // torch passes no group when the tensor was made for one (empty(group=...))
+        std::string group = group_name ? *group_name : blk.group.value_or("");
+        TORCH_CHECK(!group.empty(), "ushmem symm_mem rendezvous: no group: name one here or "
+                                    "when allocating");
+        auto key = std::make_pair(blk.ptr, group);
         auto it = handles_.find(key);
         c10::intrusive_ptr<UshmemSymmetricMemory> base;
         if (it != handles_.end()) {
             base = it->second;
         } else {
             g.unlock(); // the exchange waits for peers: not under the lock
-            auto info = c10::make_intrusive<UshmemPeerInfo>(blk, *group_name);
+            auto info = c10::make_intrusive<UshmemPeerInfo>(blk, group);
             base = c10::make_intrusive<UshmemSymmetricMemory>(info, 0);
             g.lock();
             handles_[key] = base;
