@@ -71,15 +71,15 @@ int shmemx_device_route(int pe);
  * at init: USHMEM_LOCAL_HEAP_SIZE (host heap), USHMEM_DEVICE_LOCAL_HEAP_SIZE
  * (device heap), the same on every PE. hints choose the heap as for
  * shmem_malloc_with_hints; alignment 0 means the heap's own (64 B host, 256 B
- * device), else a power of two up to 2 MiB. NULL, with one line, when the heap
- * has no local part or it is full.
- * A block lies at a different offset on each PE: a peer that learns its offset
- * (shmemx_heap_offset here, sent by any means) names it with
+ * device), else a power of two up to SHMEMX_LOCAL_ALIGN_MAX (2 MiB). NULL, with one line, when the
+ * heap has no local part or it is full. A block lies at a different offset on each PE: a peer that
+ * learns its offset (shmemx_heap_offset here, sent by any means) names it with
  * shmemx_heap_addr(offset, hints) in its own address space, and passes that
  * address with this PE's number to any RMA, AMO or signal call, or to
  * shmem_ptr. shmemx_free_local returns 0, or SHMEMX_ERR_NOTFOUND for anything
  * that is not a live local block; shmem_free and shmem_realloc refuse local
  * blocks. */
+#define SHMEMX_LOCAL_ALIGN_MAX (2UL << 20)
 void *shmemx_malloc_local(size_t size, size_t alignment, long hints);
 int shmemx_free_local(void *ptr);
 /* Offset of addr in this PE's host or device heap; returns SHMEMX_MALLOC_HOST or

@@ -16,9 +16,6 @@
  * is linked into this extension, answers it. */
 extern int ushmemi_local_has(const void *ptr);
 
-/* shmemx.h: "alignment 0 means the heap's own, else a power of two up to 2 MiB". */
-#define LOCAL_ALIGN_MAX ((size_t)2 << 20)
-
 int upy_local_span(const void *p, size_t n, int *device)
 {
     uintptr_t a = (uintptr_t)p;
@@ -74,9 +71,9 @@ static PyObject *py_malloc_local(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_Format(PyExc_ValueError, "%s: nbytes must be > 0", fn);
         return NULL;
     }
-    if ((alignment & (alignment - 1)) || alignment > LOCAL_ALIGN_MAX) {
+    if ((alignment & (alignment - 1)) || alignment > (size_t)SHMEMX_LOCAL_ALIGN_MAX) {
         upy_err(ERR_INVALID, "%s: alignment %zu must be 0 or a power of two no larger than %zu", fn,
-                alignment, LOCAL_ALIGN_MAX);
+                alignment, (size_t)SHMEMX_LOCAL_ALIGN_MAX);
         return NULL;
     }
     void *p = shmemx_malloc_local(n, alignment, device ? SHMEMX_MALLOC_DEVICE : SHMEMX_MALLOC_HOST);

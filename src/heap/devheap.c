@@ -58,8 +58,7 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
     size_t off = 0;
     USHMEMI_CHECK_INIT(call);
     if (!dev_arena)
-        ushmemi_fatal(call, "no device heap: no CUDA device is bound to this PE (set "
-                            "USHMEM_DEVICE, LOCAL_RANK or shmemx_init_attr's device)");
+        ushmemi_fatal(call, USHMEMI_NO_DEVICE_HEAP);
     if (size == 0) {
         ushmemi_sync_world();
         return NULL;

@@ -254,8 +254,7 @@ USHMEMI_API void *shmem_malloc_with_hints(size_t size, long hints)
 {
     /* Atomics/signal hints need nothing special on mapped memory; the memory
      * kind hints choose the heap (default: as shmem_malloc). */
-    int device =
-        (hints & SHMEMX_MALLOC_DEVICE) || (!(hints & SHMEMX_MALLOC_HOST) && DEVICE_DEFAULT());
+    int device = ushmemi_hints_device(hints);
     if (device && ushmemi_g.cuda_active)
         return ushmemi_devheap_alloc(size, 1, 0, "shmem_malloc_with_hints");
     if (device)

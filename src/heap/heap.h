@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+#include <shmemx.h>
+
+#include "core/core.h"
 #include "heap/alloc.h"
 
 /* Create and map this PE's heap segment (internal region + user arena). */
@@ -20,6 +23,21 @@ void ushmemi_dataseg_fini(void);
  * otherwise one line naming `what` and USHMEM_ENOTSYM / USHMEM_ENOTFOUND. */
 int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
                          const void *ptr, size_t *off, const char *call);
+
+/* Whether an allocation with these memory-kind hints goes to the device heap:
+ * SHMEMX_MALLOC_DEVICE, or no SHMEMX_MALLOC_HOST while a device is bound (the
+ * default placement of shmem_malloc). shmem_malloc_with_hints and
+ * shmemx_malloc_local both choose by it. */
+static inline int ushmemi_hints_device(long hints)
+{
+    return (hints & SHMEMX_MALLOC_DEVICE) ||
+           (!(hints & SHMEMX_MALLOC_HOST) && USHMEMI_UNLIKELY(ushmemi_g.cuda_active));
+}
+
+/* The reason of every call that needs the device heap on a PE without one. */
+#define USHMEMI_NO_DEVICE_HEAP                                                                     \
+    "no device heap: no CUDA device is bound to this PE (set USHMEM_DEVICE, LOCAL_RANK or "        \
+    "shmemx_init_attr's device)"
 
 /* Registered buffers (heap/buffers.c): the table is made and dropped with the
  * heap. */

@@ -19,7 +19,7 @@
 #include "heap/heap.h"
 
 /* The local part starts on this boundary: blocks may ask for alignments up to it. */
-#define LOCAL_ALIGN ((size_t)2 << 20)
+#define LOCAL_ALIGN ((size_t)SHMEMX_LOCAL_ALIGN_MAX)
 
 typedef struct {
     ushmemi_alloc_t *a; /* NULL: no local part in this heap */
@@ -117,19 +117,10 @@ int ushmemi_local_agree(const char *call)
     return rc;
 }
 
-/* Which heap a call with these hints means: as shmem_malloc_with_hints. */
-static int pick(long hints)
-{
-    int device =
-        (hints & SHMEMX_MALLOC_DEVICE) || (!(hints & SHMEMX_MALLOC_HOST) && ushmemi_g.cuda_active);
-    return device ? USHMEMI_LOCAL_DEVICE : USHMEMI_LOCAL_HOST;
-}
-
 static int no_device_heap(int which, const char *call)
 {
     if (which == USHMEMI_LOCAL_DEVICE && !ushmemi_g.cuda_active) {
-        ushmemi_error(call, "no device heap: no CUDA device is bound to this PE (set "
-                            "USHMEM_DEVICE, LOCAL_RANK or shmemx_init_attr's device)");
+        ushmemi_error(call, USHMEMI_NO_DEVICE_HEAP);
         return 1;
     }
     return 0;
@@ -139,7 +130,7 @@ USHMEMI_API void *shmemx_malloc_local(size_t size, size_t alignment, long hints)
 {
     static const char call[] = "shmemx_malloc_local";
     USHMEMI_CHECK_INIT(call);
-    int which = pick(hints);
+    int which = ushmemi_hints_device(hints) ? USHMEMI_LOCAL_DEVICE : USHMEMI_LOCAL_HOST;
     if (no_device_heap(which, call))
         return NULL;
     local_part_t *p = &parts[which];
@@ -152,18 +143,19 @@ USHMEMI_API void *shmemx_malloc_local(size_t size, size_t alignment, long hints)
                       alignment, LOCAL_ALIGN);
         return NULL;
     }
-    size_t off = 0;
-    pthread_mutex_lock(&local_lock);
-    int rc = p->a ? ushmemi_alloc_alloc(p->a, size, alignment ? alignment : 1, &off) : 0;
-    size_t largest = p->a && rc ? ushmemi_alloc_largest_free(p->a) : 0;
-    pthread_mutex_unlock(&local_lock);
-    if (!p->a) {
+    if (!p->a) { /* set at init only */
         ushmemi_error(call,
                       "the %s heap has no local part: set %s (bytes of the heap set aside "
                       "for local blocks, the same on every PE)",
                       heap_name[which], size_var[which]);
         return NULL;
     }
+    size_t off = 0, largest = 0;
+    pthread_mutex_lock(&local_lock);
+    int rc = ushmemi_alloc_alloc(p->a, size, alignment ? alignment : 1, &off);
+    if (rc)
+        largest = ushmemi_alloc_largest_free(p->a);
+    pthread_mutex_unlock(&local_lock);
     if (rc) {
         ushmemi_error(call,
                       "the local part of the %s heap is exhausted: %zu bytes requested, "

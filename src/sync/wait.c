@@ -690,12 +690,22 @@ int ushmemi_compare(const volatile void *ivar, int dtype, int cmp, const void *v
 /* 0 when this process cannot read [p, p+n) (a device pointer with no device
  * bound, or an address nothing is mapped at): the kernel copies the bytes for
  * us and says EFAULT rather than the wait dying of SIGSEGV. Where the call is
- * not allowed (seccomp), the address is taken as readable. */
+ * not allowed (seccomp), the address is taken as readable. Each thread
+ * remembers the last page it found readable, so a test called in a loop on
+ * one private word pays the system call once, not per call (n is at most 8
+ * and aligned: the word never straddles a page). */
 static int host_readable(const volatile void *p, size_t n)
 {
+    static _Thread_local uintptr_t readable_page = UINTPTR_MAX;
+    uintptr_t page = (uintptr_t)p & ~(uintptr_t)4095;
+    if (page == readable_page)
+        return 1;
     uint64_t sink;
     struct iovec local = {&sink, n}, remote = {(void *)(uintptr_t)p, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n || errno != EFAULT;
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)n && errno == EFAULT)
+        return 0;
+    readable_page = page;
+    return 1;
 }
 
 static void check_ivar(const volatile void *ivar, int dtype, const char *name, const char *call)
