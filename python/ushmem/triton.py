@@ -368,18 +368,22 @@ def test_some_vector(ivars, n, cmp: _constexpr, values, indices):
 
 
 @_jit
+def _wait_all(ivars, n, cmp: _constexpr, values, VECTOR: _constexpr):
+    for i in range(0, n):
+        while _word_ok(ivars, i, cmp, values, VECTOR) == 0:
+            pass
+
+
+@_jit
 def wait_until_all(ivars, n, cmp: _constexpr, value):
     """Spin until every one of the n words compares true with value."""
-    for i in range(0, n):
-        signal_wait_until(tl.cast(ivars, tl.pointer_type(tl.uint64)) + i, cmp, value)
+    _wait_all(ivars, n, cmp, value, False)
 
 
 @_jit
 def wait_until_all_vector(ivars, n, cmp: _constexpr, values):
     """Spin until every word i compares true with values[i]."""
-    for i in range(0, n):
-        signal_wait_until(tl.cast(ivars, tl.pointer_type(tl.uint64)) + i, cmp,
-                          tl.load(tl.cast(values, tl.pointer_type(tl.uint64)) + i))
+    _wait_all(ivars, n, cmp, values, True)
 
 
 @_jit

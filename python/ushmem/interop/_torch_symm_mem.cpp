@@ -537,9 +537,9 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         for (auto &h : handles_) {
             if (h.first.first != b->ptr)
                 continue;
-            for (const Card &c : h.second->info()->cards_)
-                if (c.pe == pe)
-                    return u_heap_addr(c.buf_off + off);
+            for (int r = 0; r < h.second->get_world_size(); r++)
+                if (h.second->pe_of(r) == pe)
+                    return h.second->peer_heap_addr(r, off);
         }
         TORCH_CHECK(false, "ushmem.", call, ": PE ", pe,
                     " is in no rendezvous of this tensor "
@@ -605,11 +605,6 @@ class UshmemAllocator : public SymmetricMemoryAllocator
     }
 
   private:
-    static void *u_heap_addr(size_t off)
-    {
-        return capi->heap_addr(off, USHMEM_CAPI_MALLOC_DEVICE);
-    }
-
     struct Pending {
         void *ptr;
         cudaEvent_t done;
