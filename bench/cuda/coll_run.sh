@@ -47,9 +47,7 @@ t_start=$SECONDS
 
 # ---- build ----
 {
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader
-  nvcc --version | tail -2
+  gpu_info
   echo "NPES=$NPES COLL_MAX=$COLL_MAX USHMEM_DEVICE_HEAP_SIZE=${HEAP_MB}M NVSHMEM_SYMMETRIC_SIZE=${NV_HEAP_MB}M"
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"

@@ -13,6 +13,13 @@ find_nvshmem() {
   echo "NVSHMEM: ${NV:-not found}"
 }
 
+# The machine a run measured (for OUTDIR/info.txt): date, GPU, driver, nvcc.
+gpu_info() {
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader
+  nvcc --version | tail -2
+}
+
 # A private MPS control daemon (its own pipe and log folders under /tmp, never
 # the system's; GPU settings untouched). mps_start NAME starts it and exports
 # CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY for what runs next; it

@@ -31,9 +31,7 @@ t_start=$SECONDS
 
 # ---- build ----
 {
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader
-  nvcc --version | tail -2
+  gpu_info
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"
 # PREBUILT=1: BUILD_DIR already holds ushrun and the ushmem benchmarks (built

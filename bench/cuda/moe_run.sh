@@ -43,9 +43,7 @@ t_start=$SECONDS
 
 # ---- build ----
 {
-  date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader
-  nvcc --version | tail -2
+  gpu_info
   echo "MOE_NPES=\"$NPES_LIST\" MOE_ARGS=\"${MOE_ARGS:-}\" heaps ${HEAP_MB} MiB per PE"
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"

@@ -18,6 +18,11 @@ mkdir -p "$O" && O=$(cd "$O" && pwd)
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 NCCL_MULTI_RANK_GPU_ENABLE=1
 export USHMEM_CACHE_DIR=${USHMEM_CACHE_DIR:-$O/cache}
 trap mps_quit EXIT
+{
+  gpu_info
+  "$PY" -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda)"
+} >"$O/info.txt" 2>&1
+cat "$O/info.txt"
 status=0
 
 table() { # raw file -> table with ratios to NCCL (best)
