@@ -83,6 +83,37 @@ static size_t round_up(size_t n, size_t a)
     return (n + a - 1) / a * a;
 }
 
+// ---- the signal pad's size, across torch releases ----
+// Newer torch has a free c10d::symmetric_memory::get_signal_pad_size() (the
+// size set_signal_pad_size chose); older releases fix the size in a constant
+// of the CUDA backend that is not in the installed headers. The template below
+// stands in where the free function is missing: overload resolution prefers a
+// non-template function, so torch's wins wherever it is declared. The build
+// passes the older constant (torch's _SymmetricMemory.signal_pad_size, or the
+// largest older default) as USHMEM_TORCH_PAD_SIZE.
+#ifndef USHMEM_TORCH_PAD_SIZE
+#define USHMEM_TORCH_PAD_SIZE 9216
+#endif
+#ifndef USHMEM_PAD_DTYPE // torch's pads are uint32 (a syntax check against an old c10 sets it)
+#define USHMEM_PAD_DTYPE c10::ScalarType::UInt32
+#endif
+namespace pad_fallback
+{
+template <typename = void> size_t get_signal_pad_size()
+{
+    return USHMEM_TORCH_PAD_SIZE > 0 ? USHMEM_TORCH_PAD_SIZE : 9216;
+}
+} // namespace pad_fallback
+namespace pad_pick
+{
+using namespace c10d::symmetric_memory;
+using namespace pad_fallback;
+static size_t signal_pad_size()
+{
+    return get_signal_pad_size();
+}
+} // namespace pad_pick
+
 // ---- watchdog for timed waits ----
 
 struct Watch {
@@ -158,8 +189,9 @@ constexpr size_t kSyncWords = 8192;
 
 struct Block {
     void *ptr;
-    size_t size;     // what torch asked for
-    size_t pad_off;  // signal pad: ptr + pad_off, get_signal_pad_size() bytes, zeroed
+    size_t size;    // what torch asked for
+    size_t pad_off; // signal pad: ptr + pad_off, pad_size bytes, zeroed
+    size_t pad_size;
     size_t sync_off; // sync words: ptr + sync_off, kSyncWords uint64, zeroed
     int device;
     std::optional<std::string> group; // alloc's group: rendezvous's default
@@ -205,7 +237,7 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target
 {
   public:
     UshmemPeerInfo(const Block &b, const std::string &group_name)
-        : device_(b.device), size_(b.size), block_(b.ptr)
+        : device_(b.device), size_(b.size), pad_size_(b.pad_size), block_(b.ptr)
     {
         const ushmem_capi_t *u = api("rendezvous");
         c10::cuda::CUDAGuard guard(device_);
@@ -288,7 +320,7 @@ class UshmemPeerInfo : public c10::intrusive_ptr_target
     }
 
     int device_, rank_ = 0, world_ = 0;
-    size_t size_;
+    size_t size_, pad_size_;
     void *block_;
     bool direct_ = false;
     std::vector<Card> cards_;
@@ -316,7 +348,7 @@ class UshmemSymmetricMemory : public SymmetricMemory
     }
 
     // Without `override`: torch releases add and drop these (get_offset,
-    // get_device, rank maps, world_within_direct_access); they override where
+    // get_signal_pad_size, get_device, rank maps, world_within_direct_access); they override where
     // the installed header declares them and are plain methods elsewhere.
     std::vector<void *> get_buffer_ptrs() override
     {
@@ -338,9 +370,35 @@ class UshmemSymmetricMemory : public SymmetricMemory
     {
         return info_->size_;
     }
+    // A pure virtual in some releases, a plain method (torch's global size) in
+    // others: this block's pad, as it was allocated.
+    size_t get_signal_pad_size()
+    {
+        return info_->pad_size_;
+    }
     size_t get_offset()
     {
         return offset_;
+    }
+    // Pure virtuals in older releases, torch's own methods (over the pointers
+    // above) in newer ones, where these only hide them.
+    at::Tensor get_buffer(int rank, c10::IntArrayRef sizes, c10::ScalarType dtype,
+                          int64_t storage_offset)
+    {
+        return view(info_->buffers_, info_->size_, "get_buffer", rank, sizes, dtype,
+                    storage_offset);
+    }
+    at::Tensor get_signal_pad(int rank, c10::IntArrayRef sizes,
+                              std::optional<c10::ScalarType> dtype = std::nullopt,
+                              int64_t storage_offset = 0)
+    {
+        c10::ScalarType t = dtype.value_or(USHMEM_PAD_DTYPE);
+        std::vector<int64_t> whole;
+        if (sizes.empty()) // the whole pad
+            whole.push_back(static_cast<int64_t>(info_->pad_size_ / c10::elementSize(t)) -
+                            storage_offset);
+        return view(info_->pads_, info_->pad_size_, "get_signal_pad", rank,
+                    sizes.empty() ? c10::IntArrayRef(whole) : sizes, t, storage_offset);
     }
     bool has_multicast_support() override
     {
@@ -456,6 +514,25 @@ class UshmemSymmetricMemory : public SymmetricMemory
 
     c10::intrusive_ptr<UshmemPeerInfo> info_;
     size_t offset_;
+
+  private:
+    at::Tensor view(const std::vector<void *> &ptrs, size_t bytes, const char *call, int rank,
+                    c10::IntArrayRef sizes, c10::ScalarType dtype, int64_t storage_offset)
+    {
+        TORCH_CHECK(rank >= 0 && rank < info_->world_, "ushmem symm_mem ", call, ": rank ", rank,
+                    " is not in [0, ", info_->world_, ")");
+        TORCH_CHECK(ptrs[rank] != nullptr, "ushmem symm_mem ", call, ": rank ", rank,
+                    " is on another host (no mapping; use torch.ops.ushmem.put/get)");
+        int64_t n = c10::multiply_integers(sizes);
+        size_t es = c10::elementSize(dtype);
+        TORCH_CHECK(storage_offset >= 0 && n >= 0 &&
+                        (static_cast<size_t>(storage_offset) + static_cast<size_t>(n)) * es <=
+                            bytes,
+                    "ushmem symm_mem ", call, ": ", n, " elements of ", es, " bytes at offset ",
+                    storage_offset, " run past the ", bytes, "-byte region");
+        auto opts = at::TensorOptions().dtype(dtype).device(at::kCUDA, info_->device_);
+        return at::from_blob(static_cast<char *>(ptrs[rank]) + storage_offset * es, sizes, opts);
+    }
 };
 
 class UshmemAllocator : public SymmetricMemoryAllocator
@@ -468,7 +545,7 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         c10::cuda::CUDAGuard guard(device_idx);
         std::lock_guard<std::mutex> g(mu_);
         reap(false);
-        size_t pad = c10d::symmetric_memory::get_signal_pad_size();
+        size_t pad = pad_pick::signal_pad_size();
         size_t pad_off = round_up(size ? size : 1, 256);
         size_t sync_off = round_up(pad_off + pad, 256);
         size_t total = sync_off + kSyncWords * 8;
@@ -485,7 +562,7 @@ class UshmemAllocator : public SymmetricMemoryAllocator
         cuda_check(cudaMemsetAsync(static_cast<char *>(p) + pad_off, 0, total - pad_off, side),
                    "memset");
         cuda_check(cudaStreamSynchronize(side), "memset");
-        blocks_[p] = Block{p, size, pad_off, sync_off, device_idx, group_name};
+        blocks_[p] = Block{p, size, pad_off, pad, sync_off, device_idx, group_name};
         return p;
     }
 

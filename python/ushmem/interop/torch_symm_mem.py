@@ -91,6 +91,26 @@ def _run(cmd, what, verbose):
                          f"({cmd[0]}, torch {torch.__version__}):\n{tail}")
 
 
+def _pad_size():
+    """The signal pad size of torch releases without the free get_signal_pad_size()
+    (see the C++ side): what torch says, else the largest fixed default (9216); 0 where
+    the header has the configurable size (the value is not used there, and a user's
+    set_signal_pad_size must not force a rebuild)."""
+    inc = os.path.join(os.path.dirname(torch.__file__), "include", _HEADER)
+    try:
+        with open(inc) as f:
+            if "set_signal_pad_size" in f.read():
+                return 0
+    except OSError:
+        pass
+    try:
+        from torch._C._distributed_c10d import _SymmetricMemory
+        n = int(_SymmetricMemory.signal_pad_size)
+        return n if n > 0 else 9216
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return 9216
+
+
 def build(verbose=False):
     """Compile the extension for this torch (cached); returns the path of the .so."""
     why = _why_not()
@@ -98,7 +118,8 @@ def build(verbose=False):
         raise BuildError(f"ushmem torch symm_mem backend: {why}")
     major, minor = torch.cuda.get_device_capability()
     arch = f"{major}{minor}"
-    h = hashlib.sha1((torch.__version__ + arch).encode())
+    pad = _pad_size()
+    h = hashlib.sha1(f"{torch.__version__} {arch} {pad}".encode())
     for path in (_SRC, _KERNELS, _CAPI_H):
         with open(path, "rb") as f:
             h.update(f.read())
@@ -125,7 +146,8 @@ def build(verbose=False):
                   f"-gencode=arch=compute_{arch},code=sm_{arch}", "-c", _KERNELS, "-o", obj],
                  _KERNELS, verbose)
             _run([os.environ.get("CXX", "c++"), "-O2", "-std=c++17", "-shared", "-fPIC",
-                  f"-D_GLIBCXX_USE_CXX11_ABI={abi}", *[f"-I{d}" for d in incs], _SRC, obj,
+                  f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-DUSHMEM_TORCH_PAD_SIZE={pad}",
+                  *[f"-I{d}" for d in incs], _SRC, obj,
                   "-o", tmp, *[f"-L{d}" for d in libdirs], *[f"-Wl,-rpath,{d}" for d in libdirs],
                   "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-lc10_cuda", "-lcudart"],
                  _SRC, verbose)
