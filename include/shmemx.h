@@ -88,6 +88,13 @@ long shmemx_heap_offset(const void *addr, size_t *offset);
 /* This PE's address at offset of its host heap (hints 0 or SHMEMX_MALLOC_HOST)
  * or device heap (SHMEMX_MALLOC_DEVICE); NULL, with one line, past its end. */
 void *shmemx_heap_addr(size_t offset, long hints);
+/* Where the local part of this PE's host heap (hints 0 or SHMEMX_MALLOC_HOST) or
+ * device heap (SHMEMX_MALLOC_DEVICE) lies, as a heap offset (the same on every PE)
+ * and its size in bytes; both 0 when the heap has none. Returns 0, or a negative
+ * SHMEMX_ERR_* with one line (not initialized, NULL argument, no device heap). An
+ * address with an offset in [offset, offset + size) of a peer's heap is in that
+ * peer's local part, where only the peer knows which blocks are live. */
+int shmemx_heap_local_part(long hints, size_t *offset, size_t *size);
 
 /* Wall-clock time in seconds. */
 double shmemx_wtime(void);

@@ -210,7 +210,8 @@ int upy_mem_device(const void *p)
 /* Collective, right after init: is the device heap there? The C API has no
  * query for it (see python/README.md, "C API gaps"), so allocate one byte with
  * SHMEMX_MALLOC_DEVICE (host memory comes back when no device is bound) and
- * look at what came back. A device block is kept for peer-mapping checks. */
+ * look at what came back. A device block is kept for peer-mapping checks.
+ * Also records where the heaps' local parts lie. */
 void upy_probe_device(void)
 {
     upy_g.dev = -1;
@@ -226,6 +227,18 @@ void upy_probe_device(void)
         shmem_free(p);
     }
     Py_END_ALLOW_THREADS;
+    /* where the heaps' local parts lie (peers' local blocks are accepted there) */
+    for (int h = 0; h < 2; h++) {
+        long hints = h ? SHMEMX_MALLOC_DEVICE : SHMEMX_MALLOC_HOST;
+        size_t off = 0, size = 0;
+        char *base;
+        upy_g.local_lo[h] = upy_g.local_hi[h] = 0;
+        if ((h && upy_g.dev < 0) || shmemx_heap_local_part(hints, &off, &size) != 0 || !size ||
+            !(base = shmemx_heap_addr(off, hints)))
+            continue;
+        upy_g.local_lo[h] = (uintptr_t)base;
+        upy_g.local_hi[h] = (uintptr_t)base + size;
+    }
 }
 
 /* The stream argument of the _on_stream forms: None -> NULL (C's meaning: the

@@ -307,6 +307,8 @@ static PyObject *py_finalize(PyObject *self, PyObject *unused)
     g_live = 0;
     upy_g.dev = -1;
     upy_g.dev_probe = NULL; /* the device heap goes with the library */
+    memset(upy_g.local_lo, 0, sizeof upy_g.local_lo);
+    memset(upy_g.local_hi, 0, sizeof upy_g.local_hi);
     range_t *ranges = NULL;
     size_t nranges = live > 0 ? heap_ranges(&ranges) : 0;
     Py_BEGIN_ALLOW_THREADS;

@@ -11,26 +11,22 @@
  * free() refuses them. */
 #include "_ushmem.h"
 
-/* The C API has no query for where a heap's local part lies (python/README.md,
- * "C API gaps"): the library's internal test (src/heap/local.c), whose object
- * is linked into this extension, answers it. */
-extern int ushmemi_local_has(const void *ptr);
-
+/* Whether [p, p + n) lies in one local part of this PE's host or device heap
+ * (shmemx_heap_local_part, recorded at init by upy_probe_device); *device: the
+ * bound device for the device heap, -1 for the host heap. */
 int upy_local_span(const void *p, size_t n, int *device)
 {
     uintptr_t a = (uintptr_t)p;
-    if (!initialized() || !ushmemi_local_has(p))
+    if (!initialized())
         return 0;
-    size_t off;
-    long heap = shmemx_heap_offset(p, &off);
-    if (n > 1) {
-        /* Each part is one range: both ends in the same heap's part. */
-        const void *last = (const void *)(a + n - 1);
-        if (a + n - 1 < a || !ushmemi_local_has(last) || shmemx_heap_offset(last, &off) != heap)
-            return 0;
+    for (int h = 0; h < 2; h++) {
+        uintptr_t lo = upy_g.local_lo[h], hi = upy_g.local_hi[h];
+        if (lo < hi && a >= lo && a < hi && n <= hi - a) {
+            *device = h ? upy_g.dev : -1;
+            return 1;
+        }
     }
-    *device = heap == SHMEMX_MALLOC_DEVICE ? upy_g.dev : -1;
-    return 1;
+    return 0;
 }
 
 /* device= of malloc_local / heap_addr: None -> dflt, else a bool. */

@@ -158,6 +158,9 @@ typedef struct {
      * finalize. */
     int dev;
     void *dev_probe;
+    /* The local parts of the host [0] and device [1] heaps, as address ranges
+     * [lo, hi) (both 0: none), from shmemx_heap_local_part after every init. */
+    uintptr_t local_lo[2], local_hi[2];
     Py_ssize_t exports; /* live buffer-protocol / DLPack exports of all buffers */
 } upy_state_t;
 extern upy_state_t upy_g;

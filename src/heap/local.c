@@ -230,3 +230,23 @@ USHMEMI_API void *shmemx_heap_addr(size_t offset, long hints)
     }
     return p->user + offset;
 }
+
+USHMEMI_API int shmemx_heap_local_part(long hints, size_t *offset, size_t *size)
+{
+    static const char call[] = "shmemx_heap_local_part";
+    if (!ushmemi_g.initialized) {
+        ushmemi_error(call, "OpenSHMEM library not initialized");
+        return SHMEMX_ERR_STATE;
+    }
+    if (!offset || !size) {
+        ushmemi_error(call, "%s is NULL", !offset ? "offset" : "size");
+        return SHMEMX_ERR_INVALID;
+    }
+    int which = (hints & SHMEMX_MALLOC_DEVICE) ? USHMEMI_LOCAL_DEVICE : USHMEMI_LOCAL_HOST;
+    if (no_device_heap(which, call))
+        return SHMEMX_ERR_NOTFOUND;
+    const local_part_t *p = &parts[which];
+    *offset = p->a ? (size_t)(p->base - p->user) : 0;
+    *size = p->a ? p->size : 0;
+    return SHMEMX_SUCCESS;
+}

@@ -1,5 +1,5 @@
 /* Local blocks (shmemx_malloc_local / shmemx_free_local / shmemx_heap_offset /
- * shmemx_heap_addr): each PE allocates alone, at offsets that differ from PE to
+ * shmemx_heap_addr / shmemx_heap_local_part): each PE allocates alone, at offsets that differ from PE to
  * PE; peers that learn an offset write into the block (putmem, shmem_ptr
  * stores, atomics, put with signal) and every PE checks every byte it received.
  * Also: the local part is kept out of the collective arena, frees never wait
@@ -48,6 +48,21 @@ int main(void)
     CHECK(shmemx_heap_offset(cards, &coff) == SHMEMX_MALLOC_HOST, "offset of a collective block");
     CHECK(shmemx_heap_addr(coff, 0) == (void *)cards, "addr(offset(p)) == p");
 
+    /* where the local part lies: the same offset on every PE, at least the size
+     * asked for (its start is rounded down to SHMEMX_LOCAL_ALIGN_MAX), above
+     * every collective block */
+    size_t part_off = 0, part_size = 0;
+    CHECK(shmemx_heap_local_part(0, &part_off, &part_size) == SHMEMX_SUCCESS, "local part");
+    CHECK(part_size >= LOCAL_SIZE && part_size < LOCAL_SIZE + SHMEMX_LOCAL_ALIGN_MAX,
+          "local part of %zu bytes for %zu asked", part_size, LOCAL_SIZE);
+    CHECK(coff + (size_t)np * ROUNDS * sizeof *cards <= part_off, "collective block in the part");
+    static uint64_t part0;
+    if (me == 0)
+        part0 = part_off;
+    shmem_barrier_all();
+    CHECK(shmem_uint64_g(&part0, 0) == part_off, "PE 0's local part at %llu, this PE's at %zu",
+          (unsigned long long)shmem_uint64_g(&part0, 0), part_off);
+
     /* a different number of spacers per PE: the blocks land at different offsets */
     void *spacer[SPACERS];
     int nspace = (int)(rnd(&st) % SPACERS);
@@ -73,6 +88,9 @@ int main(void)
         CHECK(shmemx_heap_offset(blk, &off) == SHMEMX_MALLOC_HOST, "offset");
         CHECK(shmemx_heap_offset(ctr, &ctr_off) == SHMEMX_MALLOC_HOST, "offset");
         CHECK(shmemx_heap_addr(off, 0) == blk, "round trip");
+        CHECK(off >= part_off && off + size <= part_off + part_size,
+              "block [%zu, +%zu) outside the local part [%zu, +%zu)", off, size, part_off,
+              part_size);
         card_t mine = {off, size, ctr_off};
         for (int pe = 0; pe < np; pe++)
             shmem_putmem(&cards[r * np + me], &mine, sizeof mine, pe);
@@ -173,6 +191,10 @@ int main(void)
     CHECK(shmemx_heap_offset(cards, NULL) == SHMEMX_ERR_INVALID, "NULL offset");
     CHECK(shmemx_heap_addr((size_t)1 << 40, 0) == NULL, "offset past the heap");
     CHECK(shmemx_heap_addr(0, SHMEMX_MALLOC_DEVICE) == NULL, "no device heap");
+    CHECK(shmemx_heap_local_part(SHMEMX_MALLOC_DEVICE, &o, &o) == SHMEMX_ERR_NOTFOUND,
+          "local part of no device heap");
+    CHECK(shmemx_heap_local_part(0, NULL, &o) == SHMEMX_ERR_INVALID, "NULL offset");
+    CHECK(shmemx_heap_local_part(0, &o, NULL) == SHMEMX_ERR_INVALID, "NULL size");
 
     shmem_free(sig);
     shmem_free(cards);
