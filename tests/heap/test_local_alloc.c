@@ -1,11 +1,9 @@
 /* Local blocks (shmemx_malloc_local / shmemx_free_local / shmemx_heap_offset /
- * shmemx_heap_addr / shmemx_heap_local_part): each PE allocates alone, at offsets that differ from PE to
- * PE; peers that learn an offset write into the block (putmem, shmem_ptr
- * stores, atomics, put with signal) and every PE checks every byte it received.
- * Also: the local part is kept out of the collective arena, frees never wait
- * for peers, 1000 alloc/free cycles leave nothing behind, bad calls give their
- * status.
- * USHMEM_TEST_NPES: 1 2 3 4 */
+ * shmemx_heap_addr / shmemx_heap_local_part): each PE allocates alone, at offsets that differ from
+ * PE to PE; peers that learn an offset write into the block (putmem, shmem_ptr stores, atomics, put
+ * with signal) and every PE checks every byte it received. Also: the local part is kept out of the
+ * collective arena, frees never wait for peers, 1000 alloc/free cycles leave nothing behind, bad
+ * calls give their status. USHMEM_TEST_NPES: 1 2 3 4 */
 #include "test_util.h"
 #include <shmemx.h>
 #include <stdint.h>
