@@ -63,14 +63,15 @@ mps_quit() {
 }
 
 # build_ushmem_benches BUILD_DIR LOG [NAME...]: the ushmem device benchmarks
-# (NAMEs; default bench_dev_ushmem, bench_dev_coll and bench_moe_ushmem)
+# (NAMEs; default bench_dev_ushmem, bench_dev_coll, bench_moe_ushmem and
+# bench_dev_probe)
 # against BUILD_DIR's libushmem.a; needs no GPU. Non-zero with a line when one
 # fails.
 build_ushmem_benches() {
   local b here out=$1 log=$2
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   shift 2
-  [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem
+  [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem bench_dev_probe
   for b in "$@"; do
     nvcc -O2 -std=c++17 -arch=sm_90 -I"$here/../../include" "$here/$b.cu" -o "$out/$b" \
       "$out/libushmem.a" -ldl -lpthread >>"$log" 2>&1 || { echo "$b: build failed"; return 1; }
