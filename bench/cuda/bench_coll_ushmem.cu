@@ -30,28 +30,12 @@
 #include <string.h>
 #include <time.h>
 
-static int g_me = -1, g_npes = 0;
+#define BENCH_NAME                "bench_coll_ushmem"
+#define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
+#include "bench_util.cuh"
+
+static int g_npes = 0;
 static const char *g_impl = "ushmem";
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "bench_coll_ushmem PE %d: %s:%d: %s: %s\n", g_me, __FILE__, __LINE__,  \
-                    #x, cudaGetErrorString(e_));                                                   \
-            fflush(NULL);                                                                          \
-            shmem_global_exit(1);                                                                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void die(const char *msg)
-{
-    fprintf(stderr, "bench_coll_ushmem PE %d: %s\n", g_me, msg);
-    fflush(NULL);
-    shmem_global_exit(1);
-    exit(1);
-}
 
 static double now_us()
 {

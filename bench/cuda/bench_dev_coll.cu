@@ -26,27 +26,11 @@
 #include <algorithm>
 #include <vector>
 
-static int g_me = -1, g_np = 0;
+#define BENCH_NAME                "bench_dev_coll"
+#define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
+#include "bench_util.cuh"
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "bench_dev_coll PE %d: %s:%d: %s: %s\n", g_me, __FILE__, __LINE__, #x, \
-                    cudaGetErrorString(e_));                                                       \
-            fflush(NULL);                                                                          \
-            shmem_global_exit(1);                                                                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void die(const char *msg)
-{
-    fprintf(stderr, "bench_dev_coll PE %d: %s\n", g_me, msg);
-    fflush(NULL);
-    shmem_global_exit(1);
-    exit(1);
-}
+static int g_np = 0;
 
 static const int kBlock = 512;
 static const int kReps = 5;
@@ -100,9 +84,6 @@ __global__ void k_fill(char *src, size_t bytes, int p, int c)
         }
     }
 }
-
-static cudaStream_t g_s;
-static cudaEvent_t g_a, g_b;
 
 static void launch(int c, char *dst, const char *src, size_t b, const size_t *off, int iters,
                    shmemx_dev_t *d)

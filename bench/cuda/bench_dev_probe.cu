@@ -41,29 +41,11 @@
 #include <string>
 #include <vector>
 
-static int g_me = -1;
+#define BENCH_NAME                "bench_dev_probe"
+#define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
 static void summary(void);
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "bench_dev_probe PE %d: %s:%d: %s: %s\n", g_me, __FILE__, __LINE__,    \
-                    #x, cudaGetErrorString(e_));                                                   \
-            summary();                                                                             \
-            fflush(NULL);                                                                          \
-            shmem_global_exit(1);                                                                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void die(const char *msg)
-{
-    fprintf(stderr, "bench_dev_probe PE %d: %s\n", g_me, msg);
-    fflush(NULL);
-    shmem_global_exit(1);
-    exit(1);
-}
+#define BENCH_ON_ERROR() summary()
+#include "bench_util.cuh"
 
 static const int kBlock = 512;       // threads of the block variants and of the bandwidth CTAs
 static const int kReps = 5;          // timed launches per number (the median is printed)
@@ -631,43 +613,6 @@ __global__ void __launch_bounds__(32)
 
 /* ---- host: timing ---- */
 
-static cudaStream_t g_s;
-static cudaEvent_t g_a, g_b;
-
-template <typename F> static double timed_ms(F launch)
-{
-    CK(cudaEventRecord(g_a, g_s));
-    launch();
-    CK(cudaEventRecord(g_b, g_s));
-    CK(cudaEventSynchronize(g_b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, g_a, g_b));
-    return ms;
-}
-
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-// PE 0 alone: microseconds per iteration of launch(iters), the median of
-// kReps launches of about kTargetMs each (at least 3 iterations).
-template <typename F> static double measure_us(F launch, long max_iters = 1000000)
-{
-    launch(1);
-    CK(cudaStreamSynchronize(g_s));
-    double per = timed_ms([&] { launch(1); }) * 1e3;
-    if (per < 1000)
-        per = timed_ms([&] { launch(100); }) * 1e3 / 100;
-    long it = per > 0 ? (long)(kTargetMs * 1e3 / per) : max_iters;
-    it = std::max(3L, std::min(it, max_iters));
-    std::vector<double> v;
-    for (int r = 0; r < kReps; r++)
-        v.push_back(timed_ms([&] { launch((int)it); }) * 1e3 / (double)it);
-    return median(v);
-}
-
 // Both PEs: launch(iters, base) after a host barrier; us per iteration as PE
 // 0's events saw it (median of kReps); base advances the same on both PEs.
 template <typename F> static double measure_pair_us(F launch, uint64_t *base)
@@ -822,10 +767,12 @@ static void copy_row(probe &p, const char *bench, const char *variant, size_t n,
     CK(cudaStreamSynchronize(g_s));
     unsigned long long b = check_copy(p, n);
     if (b == 0) {
-        double us = measure_us([&](int it) {
-            launch(it);
-            CK(cudaGetLastError());
-        });
+        double us = measure_us(
+            [&](int it) {
+                launch(it);
+                CK(cudaGetLastError());
+            },
+            kReps, kTargetMs);
         b = check_copy(p, n);
         if (b == 0) {
             row(bench, variant, n, (double)n / us / 1e3);
@@ -1183,11 +1130,13 @@ static void e5(probe &p)
     for (int t : ts) {
         uint64_t seed = (uint64_t)(t + 2) << 40;
         int last = 0;
-        double us = measure_us([&](int it) {
-            k_e5<<<1, kBlock, 0, g_s>>>(p.d, word, t, it, seed);
-            CK(cudaGetLastError());
-            last = it;
-        });
+        double us = measure_us(
+            [&](int it) {
+                k_e5<<<1, kBlock, 0, g_s>>>(p.d, word, t, it, seed);
+                CK(cudaGetLastError());
+                last = it;
+            },
+            kReps, kTargetMs);
         char var[16];
         if (t < 0)
             snprintf(var, sizeof var, "none");

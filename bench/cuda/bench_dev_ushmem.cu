@@ -24,27 +24,9 @@
 #include <algorithm>
 #include <vector>
 
-static int g_me = -1;
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "bench_dev_ushmem PE %d: %s:%d: %s: %s\n", g_me, __FILE__, __LINE__,   \
-                    #x, cudaGetErrorString(e_));                                                   \
-            fflush(NULL);                                                                          \
-            shmem_global_exit(1);                                                                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void die(const char *msg)
-{
-    fprintf(stderr, "bench_dev_ushmem PE %d: %s\n", g_me, msg);
-    fflush(NULL);
-    shmem_global_exit(1);
-    exit(1);
-}
+#define BENCH_NAME                "bench_dev_ushmem"
+#define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
+#include "bench_util.cuh"
 
 static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
 static const int kReps = 5;          // timed launches per number (the median is printed)
@@ -214,43 +196,6 @@ __global__ void k_bw(DEVH d, char *dst, const char *src, size_t n, int pe, int i
 
 /* ---- timing ---- */
 
-static cudaStream_t g_s;
-static cudaEvent_t g_a, g_b;
-
-template <typename F> static double timed_ms(F launch)
-{
-    CK(cudaEventRecord(g_a, g_s));
-    launch();
-    CK(cudaEventRecord(g_b, g_s));
-    CK(cudaEventSynchronize(g_b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, g_a, g_b));
-    return ms;
-}
-
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-// PE 0 alone: microseconds per iteration of launch(iters) on g_s, the median
-// of kReps launches of about kTargetMs each (at least 3 iterations).
-template <typename F> static double measure_us(F launch, long max_iters = 1000000)
-{
-    launch(1); // warm-up (lazy module loading, first touch)
-    CK(cudaStreamSynchronize(g_s));
-    double per = timed_ms([&] { launch(1); }) * 1e3;
-    if (per < 1000) /* short: estimate again from 100 iterations */
-        per = timed_ms([&] { launch(100); }) * 1e3 / 100;
-    long it = per > 0 ? (long)(kTargetMs * 1e3 / per) : max_iters;
-    it = std::max(3L, std::min(it, max_iters));
-    std::vector<double> v;
-    for (int r = 0; r < kReps; r++)
-        v.push_back(timed_ms([&] { launch((int)it); }) * 1e3 / (double)it);
-    return median(v);
-}
-
 // Both PEs: launch(iters, base) after a host barrier; microseconds per
 // iteration as PE 0's events saw it (median of kReps). base (flag values)
 // advances the same on both PEs.
@@ -400,23 +345,27 @@ int main(int argc, char **argv)
         static const size_t sizes[] = {8, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
         for (int g = 0; g < 3; g++) {
             for (size_t n : sizes) {
-                double us = measure_us([&](int it) {
-                    if (g == 0)
-                        k_put_lat<0><<<1, 1, 0, g_s>>>(d, dst, src, n, 1, it);
-                    else if (g == 1)
-                        k_put_lat<1><<<1, 32, 0, g_s>>>(d, dst, src, n, 1, it);
-                    else
-                        k_put_lat<2><<<1, kBlock, 0, g_s>>>(d, dst, src, n, 1, it);
-                    CK(cudaGetLastError());
-                });
+                double us = measure_us(
+                    [&](int it) {
+                        if (g == 0)
+                            k_put_lat<0><<<1, 1, 0, g_s>>>(d, dst, src, n, 1, it);
+                        else if (g == 1)
+                            k_put_lat<1><<<1, 32, 0, g_s>>>(d, dst, src, n, 1, it);
+                        else
+                            k_put_lat<2><<<1, kBlock, 0, g_s>>>(d, dst, src, n, 1, it);
+                        CK(cudaGetLastError());
+                    },
+                    kReps, kTargetMs);
                 row("put_lat", g == 0 ? "thread" : g == 1 ? "warp" : "block", n, us);
             }
         }
         // 3. fetch_add latency (PE 0 on PE 1's word)
-        double us = measure_us([&](int it) {
-            k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
-            CK(cudaGetLastError());
-        });
+        double us = measure_us(
+            [&](int it) {
+                k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
+                CK(cudaGetLastError());
+            },
+            kReps, kTargetMs);
         row("fetch_add_lat", "thread", 8, us);
     }
     shmem_barrier_all();
@@ -488,10 +437,12 @@ int main(int argc, char **argv)
             char variant[16];
             snprintf(variant, sizeof variant, "cta%d", nc);
             for (size_t n : sizes) {
-                double us = measure_us([&](int it) {
-                    k_bw<<<nc, kBlock, 0, g_s>>>(d, dst, src, n, 1, it);
-                    CK(cudaGetLastError());
-                });
+                double us = measure_us(
+                    [&](int it) {
+                        k_bw<<<nc, kBlock, 0, g_s>>>(d, dst, src, n, 1, it);
+                        CK(cudaGetLastError());
+                    },
+                    kReps, kTargetMs);
                 row("put_bw", variant, n, (double)n / us / 1e3);
             }
         }
@@ -501,7 +452,7 @@ int main(int argc, char **argv)
                     for (int i = 0; i < it; i++)
                         CK(cudaMemcpyAsync(peer, src, n, cudaMemcpyDeviceToDevice, g_s));
                 },
-                20000);
+                kReps, kTargetMs, 20000);
             row("memcpy_bw", "d2d", n, (double)n / us / 1e3);
         }
     }

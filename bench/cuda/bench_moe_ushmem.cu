@@ -40,29 +40,11 @@
 #include <shmemx.h>
 #include <shmemx_device.cuh>
 
+#define BENCH_NAME                "bench_moe_ushmem"
+#define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
+#include "bench_util.cuh"
+
 #include "moe_common.cuh"
-
-static int g_me = -1;
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "bench_moe_ushmem PE %d: %s:%d: %s: %s\n", g_me, __FILE__, __LINE__,   \
-                    #x, cudaGetErrorString(e_));                                                   \
-            fflush(NULL);                                                                          \
-            shmem_global_exit(1);                                                                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void die(const char *msg)
-{
-    fprintf(stderr, "bench_moe_ushmem PE %d: %s\n", g_me, msg);
-    fflush(NULL);
-    shmem_global_exit(1);
-    exit(1);
-}
 
 #define DEVH const SHMEMX_GRID_CONSTANT shmemx_dev_t
 
@@ -162,8 +144,6 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
 }
 
 /* ---- host ---- */
-
-static cudaStream_t g_s;
 
 // The header declares shmemx_collective_launch for nvcc's host pass only.
 template <typename K> static void launch(K *kernel, int blocks, int threads, void **args)
