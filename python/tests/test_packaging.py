@@ -65,7 +65,11 @@ def test_sdist_wheel_install_run(tmp_path):
     with zipfile.ZipFile(whl) as z:
         files = z.namelist()
         entry = z.read(next(n for n in files if n.endswith("entry_points.txt"))).decode()
-    for want in ("ushmem/_bin/ushrun", "ushmem/py.typed", "ushmem/__init__.pyi"):
+    # and what the torch backend compiles from at first use, in the installed package
+    for want in ("ushmem/_bin/ushrun", "ushmem/py.typed", "ushmem/__init__.pyi",
+                 "ushmem/ushmem_capi.h", "ushmem/interop/_torch_symm_mem.cpp",
+                 "ushmem/interop/_torch_symm_mem_ops.cpp", "ushmem/interop/_torch_symm_mem.h",
+                 "ushmem/interop/_torch_symm_mem_kernels.cu"):
         assert want in files, files
     assert "ushrun = ushmem._launcher:main" in entry
     r = _pip("install", "--no-index", "--no-deps", "--target", str(tmp_path / "i"), str(whl))

@@ -1,7 +1,8 @@
 """ushmem as a torch symmetric-memory backend: ``symm_mem.set_backend("USHMEM")``.
 
 Importing this module builds (once per torch version, cached) and loads a small C++
-extension, ``_torch_symm_mem.cpp``, that registers the backend name "USHMEM" with
+extension, ``_torch_symm_mem.cpp`` (allocator and handles) with
+``_torch_symm_mem_ops.cpp`` (``torch.ops.ushmem``), that registers the backend name "USHMEM" with
 torch (``register_availability``). ``enable()`` then starts ushmem over torch's process
 group if needed and selects the backend::
 
@@ -41,6 +42,8 @@ import ushmem
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SRC = os.path.join(_HERE, "_torch_symm_mem.cpp")
+_OPS = os.path.join(_HERE, "_torch_symm_mem_ops.cpp")
+_SRC_H = os.path.join(_HERE, "_torch_symm_mem.h")
 _KERNELS = os.path.join(_HERE, "_torch_symm_mem_kernels.cu")
 _CAPI_H = os.path.join(os.path.dirname(_HERE), "ushmem_capi.h")
 _HEADER = os.path.join("torch", "csrc", "distributed", "c10d", "symm_mem", "SymmetricMemory.hpp")
@@ -120,7 +123,7 @@ def build(verbose=False):
     arch = f"{major}{minor}"
     pad = _pad_size()
     h = hashlib.sha1(f"{torch.__version__} {arch} {pad}".encode())
-    for path in (_SRC, _KERNELS, _CAPI_H):
+    for path in (_SRC, _OPS, _SRC_H, _KERNELS, _CAPI_H):
         with open(path, "rb") as f:
             h.update(f.read())
     digest = h.hexdigest()[:12]
@@ -147,7 +150,7 @@ def build(verbose=False):
                  _KERNELS, verbose)
             _run([os.environ.get("CXX", "c++"), "-O2", "-std=c++17", "-shared", "-fPIC",
                   f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-DUSHMEM_TORCH_PAD_SIZE={pad}",
-                  *[f"-I{d}" for d in incs], _SRC, obj,
+                  *[f"-I{d}" for d in incs], _SRC, _OPS, obj,
                   "-o", tmp, *[f"-L{d}" for d in libdirs], *[f"-Wl,-rpath,{d}" for d in libdirs],
                   "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-lc10_cuda", "-lcudart"],
                  _SRC, verbose)
