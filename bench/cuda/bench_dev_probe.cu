@@ -46,6 +46,7 @@
 static void summary(void);
 #define BENCH_ON_ERROR() summary()
 #include "bench_util.cuh"
+#include "bench_ushmem.cuh"
 
 static const int kBlock = 512;       // threads of the block variants and of the bandwidth CTAs
 static const int kReps = 5;          // timed launches per number (the median is printed)
@@ -611,48 +612,6 @@ __global__ void __launch_bounds__(32)
     ushmemi_dev_fence_sc();
 }
 
-/* ---- host: timing ---- */
-
-// Both PEs: launch(iters, base) after a host barrier; us per iteration as PE
-// 0's events saw it (median of kReps); base advances the same on both PEs.
-template <typename F> static double measure_pair_us(F launch, uint64_t *base)
-{
-    shmem_barrier_all();
-    launch(kPairWarm, *base);
-    *base += kPairWarm;
-    CK(cudaStreamSynchronize(g_s));
-    std::vector<double> v;
-    for (int r = 0; r < kReps; r++) {
-        shmem_barrier_all();
-        v.push_back(timed_ms([&] { launch(kPairIters, *base); }) * 1e3 / kPairIters);
-        *base += kPairIters;
-    }
-    CK(cudaStreamSynchronize(g_s));
-    shmem_barrier_all();
-    return median(v);
-}
-
-// Kernels that wait on the peer: the collective launch, else a plain one.
-// (shmemx_collective_launch is declared for nvcc's host pass only.)
-#if !defined(__CUDA_ARCH__)
-static bool g_coop = true;
-#endif
-template <typename K> static void launch_waiting(K *kernel, unsigned threads, void **args)
-{
-#if !defined(__CUDA_ARCH__)
-    if (g_coop) {
-        if (shmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, g_s) == 0)
-            return;
-        (void)cudaGetLastError();
-        g_coop = false;
-        printf("# note: PE %d: shmemx_collective_launch failed; plain launches from here on\n",
-               g_me);
-        fflush(stdout);
-    }
-    CK(cudaLaunchKernel((const void *)kernel, dim3(1), dim3(threads), args, 0, g_s));
-#endif
-}
-
 /* ---- host: results ---- */
 
 struct result {
@@ -947,7 +906,7 @@ static void e2(probe &p)
                 default: launch_waiting(e2_pingpong<5>, 1, args); break;
                 }
             },
-            &base);
+            &base, kPairWarm, kPairIters, kReps);
         if (me == 0) { // both directions: each data word holds the other PE's payload
             uint64_t want0 = (mine & ~(uint64_t)0xff) | 1, want1 = mine;
             uint64_t got0 = peek(p, data), got1 = peek(p, shmem_ptr(data, 1));

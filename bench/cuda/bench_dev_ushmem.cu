@@ -27,6 +27,7 @@
 #define BENCH_NAME                "bench_dev_ushmem"
 #define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
 #include "bench_util.cuh"
+#include "bench_ushmem.cuh"
 
 static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
 static const int kReps = 5;          // timed launches per number (the median is printed)
@@ -194,50 +195,6 @@ __global__ void k_bw(DEVH d, char *dst, const char *src, size_t n, int pe, int i
     shmemx_dev_quiet_block(d);
 }
 
-/* ---- timing ---- */
-
-// Both PEs: launch(iters, base) after a host barrier; microseconds per
-// iteration as PE 0's events saw it (median of kReps). base (flag values)
-// advances the same on both PEs.
-template <typename F> static double measure_pair_us(F launch, uint64_t *base)
-{
-    shmem_barrier_all();
-    launch(kPairWarm, *base);
-    *base += kPairWarm;
-    CK(cudaStreamSynchronize(g_s));
-    std::vector<double> v;
-    for (int r = 0; r < kReps; r++) {
-        shmem_barrier_all();
-        v.push_back(timed_ms([&] { launch(kPairIters, *base); }) * 1e3 / kPairIters);
-        *base += kPairIters;
-    }
-    shmem_barrier_all();
-    return median(v);
-}
-
-// Kernels that wait on a peer: the collective launch (cooperative); if this
-// GPU or MPS refuses it, a plain launch (one CTA is always resident).
-// (The header declares shmemx_collective_launch for nvcc's host pass only, so
-// the device pass must not see the call: #if !defined(__CUDA_ARCH__).)
-#if !defined(__CUDA_ARCH__)
-static bool g_coop = true;
-#endif
-template <typename K> static void launch_waiting(K *kernel, unsigned threads, void **args)
-{
-#if !defined(__CUDA_ARCH__)
-    if (g_coop) {
-        if (shmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, g_s) == 0)
-            return;
-        (void)cudaGetLastError();
-        g_coop = false;
-        printf("# note: PE %d: shmemx_collective_launch failed; plain launches from here on\n",
-               g_me);
-        fflush(stdout);
-    }
-    CK(cudaLaunchKernel((const void *)kernel, dim3(1), dim3(threads), args, 0, g_s));
-#endif
-}
-
 static void row(const char *bench, const char *variant, size_t bytes, double v)
 {
     if (g_me == 0) {
@@ -390,7 +347,7 @@ int main(int argc, char **argv)
                                 (void *)&base_arg};
                 launch_waiting(k_p_pingpong, 1, args);
             },
-            &base);
+            &base, kPairWarm, kPairIters, kReps);
         row("p_pingpong", "thread", 8, us);
 
         base = 0; // the signal word starts at 0 too
@@ -407,7 +364,7 @@ int main(int argc, char **argv)
                     else
                         launch_waiting(k_sig_pingpong<2>, kBlock, args);
                 },
-                &base);
+                &base, kPairWarm, kPairIters, kReps);
             row("put_signal_pingpong", g == 0 ? "thread" : "block", 8, us);
         }
 
@@ -418,7 +375,7 @@ int main(int argc, char **argv)
                 void *args[] = {(void *)&d, (void *)&iters_arg};
                 launch_waiting(k_barrier, kBlock, args);
             },
-            &unused);
+            &unused, kPairWarm, kPairIters, kReps);
         row("barrier_all_lat", "block", 0, us);
     }
     CK(cudaStreamSynchronize(g_s));

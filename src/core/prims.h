@@ -21,6 +21,15 @@
             ushmemi_fatal(call, "OpenSHMEM library not initialized");                              \
     } while (0)
 
+/* The same for the shmemx calls that return a status: one line, SHMEMX_ERR_STATE. */
+#define USHMEMI_CHECK_INIT_STATUS(call)                                                            \
+    do {                                                                                           \
+        if (USHMEMI_UNLIKELY(!ushmemi_g.initialized)) {                                            \
+            ushmemi_error(call, "OpenSHMEM library not initialized");                              \
+            return SHMEMX_ERR_STATE;                                                               \
+        }                                                                                          \
+    } while (0)
+
 /* ---- RMA (nbytes may be 0, then pointers may be NULL) ---- */
 void ushmemi_put(shmem_ctx_t ctx, void *dest, const void *src, size_t nbytes, int pe,
                  const char *call);

@@ -42,10 +42,7 @@ static int reg_status(int rc)
 USHMEMI_API int shmemx_buffer_register(void *addr, size_t length)
 {
     static const char call[] = "shmemx_buffer_register";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS(call);
     if (!addr || length == 0) {
         ushmemi_error(call, "%s", !addr ? "address is NULL" : "length is 0");
         return SHMEMX_ERR_INVALID;
@@ -61,10 +58,7 @@ USHMEMI_API int shmemx_buffer_register(void *addr, size_t length)
 USHMEMI_API int shmemx_buffer_unregister(void *addr)
 {
     static const char call[] = "shmemx_buffer_unregister";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS(call);
     if (!addr) {
         ushmemi_error(call, "address is NULL");
         return SHMEMX_ERR_INVALID;
@@ -79,10 +73,7 @@ USHMEMI_API int shmemx_buffer_unregister(void *addr)
 
 USHMEMI_API int shmemx_buffer_unregister_all(void)
 {
-    if (!ushmemi_g.initialized) {
-        ushmemi_error("shmemx_buffer_unregister_all", "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS("shmemx_buffer_unregister_all");
     pthread_mutex_lock(&reg_lock);
     ushmemi_reg_clear(registry);
     pthread_mutex_unlock(&reg_lock);

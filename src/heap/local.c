@@ -169,10 +169,7 @@ USHMEMI_API void *shmemx_malloc_local(size_t size, size_t alignment, long hints)
 USHMEMI_API int shmemx_free_local(void *ptr)
 {
     static const char call[] = "shmemx_free_local";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS(call);
     if (!ptr)
         return SHMEMX_SUCCESS;
     int rc = USHMEM_ENOTSYM;
@@ -195,10 +192,7 @@ USHMEMI_API int shmemx_free_local(void *ptr)
 USHMEMI_API long shmemx_heap_offset(const void *addr, size_t *offset)
 {
     static const char call[] = "shmemx_heap_offset";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS(call);
     if (!addr || !offset) {
         ushmemi_error(call, "%s is NULL", !addr ? "addr" : "offset");
         return SHMEMX_ERR_INVALID;
@@ -234,10 +228,7 @@ USHMEMI_API void *shmemx_heap_addr(size_t offset, long hints)
 USHMEMI_API int shmemx_heap_local_part(long hints, size_t *offset, size_t *size)
 {
     static const char call[] = "shmemx_heap_local_part";
-    if (!ushmemi_g.initialized) {
-        ushmemi_error(call, "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS(call);
     if (!offset || !size) {
         ushmemi_error(call, "%s is NULL", !offset ? "offset" : "size");
         return SHMEMX_ERR_INVALID;

@@ -362,10 +362,7 @@ USHMEMI_API void *shmem_ptr(const void *dest, int pe)
 
 USHMEMI_API int shmemx_heap_bases(const void *sym_addr, void **bases)
 {
-    if (!ushmemi_g.initialized) {
-        ushmemi_error("shmemx_heap_bases", "OpenSHMEM library not initialized");
-        return SHMEMX_ERR_STATE;
-    }
+    USHMEMI_CHECK_INIT_STATUS("shmemx_heap_bases");
     if (!bases || ushmemi_seg_of(sym_addr, 1) < 0) {
         ushmemi_error("shmemx_heap_bases", "%p is not a symmetric address", sym_addr);
         return SHMEMX_ERR_INVALID;
