@@ -4,6 +4,8 @@
 # there), then the test suite with 2 PEs sharing GPU 0 (raw init with
 # init(device=0), and torchrun with init_with_torch + LOCAL_RANK), then the
 # CUDA example.   python/gpu_check.sh [OUTDIR]   (logs there; prints a summary)
+# env: BUILD_ONLY=1 (build the extension and the torch backend, run nothing),
+#      USHMEM_GPU_BUILD (build folder), USHMEM_CACHE_DIR (the torch backend's build)
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 O=${1:-${OUT:-/tmp/ushmem-pygpu}}
@@ -59,8 +61,20 @@ leg() { # name, launch_test.sh arguments...
     "$(grep -aE "[0-9]+ (passed|failed)" "$O/$name.log" | tail -1 | sed 's/^\[[^]]*\] *//')"
   [ $rc -eq 0 ] || grep -aE "FAILED|Error|error|Traceback" "$O/$name.log" | head -20
 }
+# The torch symmetric-memory backend: built once here (cached in USHMEM_CACHE_DIR), so
+# that a compile error shows whole and the test legs do not spend their time compiling.
+export USHMEM_CACHE_DIR=${USHMEM_CACHE_DIR:-$O/cache}
+t=$SECONDS
+PYTHONPATH="$root/python" USHMEM_PYTHON_EXT_DIR="$B/python/ushmem" timeout 600 "$PY" -c \
+  "import ushmem.interop.torch_symm_mem as m; print('torch backend:', m.load())" >"$O/symm_build.log" 2>&1
+printf 'symm-build   exit %s  %3ss\n' $? $((SECONDS - t))
+grep -aE "error|Error" "$O/symm_build.log" | head -30
+# BUILD_ONLY=1: stop here (a GPU run can build beside other work, then test in a later call).
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 USHMEM_TEST_DEVICE=0 leg cuda-raw-2 -l ushrun -n 2 -t 120 -i raw -c "pytest -q -ra tests"
 leg cuda-torchrun-2 -l torchrun -n 2 -i torch -t 90 -c "pytest -q -ra tests/test_cuda.py tests/test_collective.py"
+leg symm-torchrun-2 -l torchrun -n 2 -i torch -t 300 -c "pytest -q -ra tests/test_torch_symm_mem.py tests/test_local_blocks.py"
+leg symm-torchrun-4 -l torchrun -n 4 -i torch -t 300 -c "pytest -q -ra tests/test_torch_symm_mem.py"
 # The seed suite (tests/seed): its buffers and tensors on the device heap here.
 leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "pytest -q -ra --confcutdir=tests/seed tests/seed"
 leg example-2 -l ushrun -n 2 -t 45 -c "python $root/examples/python/ring_torch_cuda.py"
