@@ -50,8 +50,8 @@ def check(name, got, want, nbytes):
 def main():
     global cpu_group
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--min", type=int, default=8 << 10)
-    ap.add_argument("--max", type=int, default=64 << 20)
+    ap.add_argument("--min-bytes", type=int, default=8 << 10)
+    ap.add_argument("--max-bytes", type=int, default=64 << 20)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
@@ -71,8 +71,8 @@ def main():
     world = dist.group.WORLD.group_name
     gen = torch.Generator().manual_seed(1234 + me)
 
-    size = a.min
-    while size <= a.max:
+    size = a.min_bytes
+    while size <= a.max_bytes:
         numel = size // 4
         x = torch.randn(numel, generator=gen).to(torch.float32)
         parts = [torch.zeros(numel, dtype=torch.float64) for _ in range(n)]
@@ -113,7 +113,7 @@ def main():
                 return z
             check("nccl all_reduce", nccl(), want, size)
             rows.append(("NCCL all_reduce + clone", nccl))
-        elif me == 0 and size == a.min:
+        elif me == 0 and size == a.min_bytes:
             print("# NCCL rows skipped: set NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL refuses "
                   "several ranks on one GPU otherwise)", flush=True)
 

@@ -45,7 +45,7 @@ for mode in ${MODES:-mps nomps}; do
     fi
     echo "== $n ranks, $mode"
     timeout 600 "$PY" -m torch.distributed.run --standalone --nproc-per-node "$n" \
-      "$here/bench_symm_mem.py" --max "${MAX:-67108864}" >"$raw" 2>&1 || {
+      "$here/bench_symm_mem.py" --max-bytes "${MAX:-67108864}" >"$raw" 2>&1 || {
         echo "symm_mem_run: $n ranks ($mode) failed:"; tail -20 "$raw"; status=1; }
     if [ "$mode" = mps ]; then
       unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE

@@ -47,15 +47,15 @@ def test_puts_into_peers_local_blocks(me, npes, data):
     k = 4
     right, left = (me + 1) % npes, (me - 1) % npes
     # A pad of this PE's own random size first: the blocks' offsets differ between PEs.
-    pad = ushmem.malloc_local(int(data.rng(me, "pad").integers(1, 1 << 20)))
+    pad = ushmem.malloc_local(int(data.rng(me, "pad").integers(1, 1 << 20)), device=False)
     sizes = {pe: _sizes(data, pe, k, "sizes") for pe in {me, right, left}}
-    blocks = [ushmem.malloc_local(n) for n in sizes[me]]
+    blocks = [ushmem.malloc_local(n, device=False) for n in sizes[me]]
     where = [ushmem.heap_offset(p) for p in blocks]
-    back = [ushmem.heap_addr(off) for off, _ in where]
+    back = [ushmem.heap_addr(off, device=False) for off, _ in where]
     offs = _publish([off for off, _ in where])
     # Write into the right neighbour's blocks at its offsets, half blocking, half nbi.
     for j in range(k):
-        dest = ushmem.heap_addr(offs[right][j])
+        dest = ushmem.heap_addr(offs[right][j], device=False)
         n = sizes[right][j]
         put = ushmem.putmem if j % 2 == 0 else ushmem.putmem_nbi
         put(dest, data.bytes(me, n, f"blk{j}"), n, right)
@@ -64,7 +64,7 @@ def test_puts_into_peers_local_blocks(me, npes, data):
     fetched = []
     for j in range(k):
         out = bytearray(sizes[right][j])
-        ushmem.getmem(out, ushmem.heap_addr(offs[right][j]), len(out), right)
+        ushmem.getmem(out, ushmem.heap_addr(offs[right][j], device=False), len(out), right)
         fetched.append(bytes(out))
     own = [bytes(ushmem.SymmetricBuffer(n, ptr=p, own_data=False))
            for n, p in zip(sizes[me], blocks)]
@@ -83,28 +83,30 @@ def test_puts_into_peers_local_blocks(me, npes, data):
 def test_signals_and_atomics_into_peers_local_blocks(me, npes, data):
     right, left = (me + 1) % npes, (me - 1) % npes
     reps = 5
-    pad = ushmem.malloc_local(int(data.rng(me, "pad").integers(1, 1 << 16)), align=256)
+    pad = ushmem.malloc_local(int(data.rng(me, "pad").integers(1, 1 << 16)), align=256,
+                               device=False)
     # [counter][one int64 per PE][signal][payload]
     n_of = {pe: _sizes(data, pe, 1, "payload", 4096)[0] for pe in {me, right, left}}
     words = npes + 2
-    blk = ushmem.malloc_local(8 * words + n_of[me], align=8)
+    blk = ushmem.malloc_local(8 * words + n_of[me], align=8, device=False)
     ushmem.putmem(blk, bytes(8 * words), 8 * words, me)  # zero before peers touch it
     offs = [row[0] for row in _publish([ushmem.heap_offset(blk)[0]])]
     values = {pe: [int(v) for v in data.rng(pe, "add").integers(1, 1 << 40, npes)]
               for pe in range(npes)}
     for pe in range(npes):  # every PE updates every PE's block
-        base = ushmem.heap_addr(offs[pe])
+        base = ushmem.heap_addr(offs[pe], device=False)
         for _ in range(reps):
             ushmem.int64_atomic_inc(base, pe)
         ushmem.uint64_atomic_add(base + 8 * (1 + me), values[me][pe], pe)
-    dest = ushmem.heap_addr(offs[right])
+    dest = ushmem.heap_addr(offs[right], device=False)
     ushmem.putmem_signal(dest + 8 * words, data.bytes(me, n_of[right], "sig"), n_of[right],
                          dest + 8 * (npes + 1), me + 1, ushmem.SIGNAL_SET, right)
     got_sig = ushmem.signal_wait_until(blk + 8 * (npes + 1), ushmem.CMP_EQ, left + 1)
     payload = ctypes.string_at(blk + 8 * words, n_of[me])
     ushmem.barrier_all()
-    old = ushmem.int64_atomic_fetch(ushmem.heap_addr(offs[right]), right)
-    swapped = ushmem.int64_atomic_compare_swap(ushmem.heap_addr(offs[right]), old, -me, right)
+    old = ushmem.int64_atomic_fetch(ushmem.heap_addr(offs[right], device=False), right)
+    swapped = ushmem.int64_atomic_compare_swap(ushmem.heap_addr(offs[right], device=False), old,
+                                               -me, right)
     ushmem.barrier_all()
     counts = np.frombuffer(ctypes.string_at(blk, 8 * (npes + 1)), dtype=np.int64)
     ushmem.free_local(blk)
@@ -119,9 +121,9 @@ def test_signals_and_atomics_into_peers_local_blocks(me, npes, data):
 def test_peer_views_of_local_blocks(me, npes, data):
     right, left = (me + 1) % npes, (me - 1) % npes
     n_of = {pe: _sizes(data, pe, 1, "n")[0] for pe in {me, right, left}}
-    blk = ushmem.malloc_local(n_of[me])
+    blk = ushmem.malloc_local(n_of[me], device=False)
     offs = [row[0] for row in _publish([ushmem.heap_offset(blk)[0]])]
-    dest = ushmem.heap_addr(offs[right])
+    dest = ushmem.heap_addr(offs[right], device=False)
     mapped = ushmem.ptr(dest, right)
     view = ushmem.get_peer_buffer(dest, right, n_of[right])
     memoryview(view)[:] = data.bytes(me, n_of[right], "view")  # stores into the peer's block
@@ -140,15 +142,15 @@ def test_alignment_offsets_and_reuse(me, data):
     for cycle in range(50):
         align = 1 << int(rng.integers(0, 22))  # 1 B .. 2 MiB
         n = int(rng.integers(1, 1 << 16))
-        p = ushmem.malloc_local(n, align)
+        p = ushmem.malloc_local(n, align, device=False)
         off, dev = ushmem.heap_offset(p)
-        ok = p % align == 0 and ushmem.heap_addr(off) == p and not dev
+        ok = p % align == 0 and ushmem.heap_addr(off, device=False) == p and not dev
         ushmem.putmem(p, data.bytes(me, n, str(cycle)), n, me)
         same = ctypes.string_at(p, n) == data.bytes(me, n, str(cycle))
         ushmem.free_local(p)
         assert ok and same, (cycle, align, n, hex(p))
     # Allocations without a free in between, then freed in random order.
-    ps = [ushmem.malloc_local(int(v)) for v in rng.integers(1, 1 << 14, 64)]
+    ps = [ushmem.malloc_local(int(v), device=False) for v in rng.integers(1, 1 << 14, 64)]
     for i in rng.permutation(len(ps)):
         ushmem.free_local(ps[int(i)])
     assert len(set(ps)) == len(ps)
@@ -168,7 +170,7 @@ def test_errors(me, cuda_bound):
                        "buffer ptr": lambda: ushmem.free_local(buf.ptr),
                        "free(local)": lambda: ushmem.free(loc),
                        "not local": lambda: ushmem.free_local(loc + 8),
-                       "too big": lambda: ushmem.malloc_local(1 << 40),
+                       "too big": lambda: ushmem.malloc_local(1 << 40, device=False),
                        "align 3": lambda: ushmem.malloc_local(8, 3),
                        "align 4M": lambda: ushmem.malloc_local(8, align=1 << 22),
                        "offset not heap": lambda: ushmem.heap_offset(bytearray(8)),
@@ -237,7 +239,7 @@ def test_errors(me, cuda_bound):
 def test_ranges_outside_the_local_part_stay_refused(me):
     """Only the local part is taken on trust: freed collective memory is still refused."""
     raw = ushmem.malloc(64)
-    blk = ushmem.malloc_local(64)
+    blk = ushmem.malloc_local(64, device=False)
     ushmem.putmem(blk, b"x" * 64, 64, me)
     refused = []
     with pytest.raises(ushmem.Error) as ei:
@@ -432,7 +434,7 @@ def test_capsule_from_a_c_extension(tmp_path, me, npes):
     spec.loader.exec_module(probe)
     version, init, pe, n, off, heap, freed = probe.probe(4096)
     assert (version, init, pe, n, heap, freed) == (1, 1, me, npes, MALLOC_HOST, 0)
-    assert ushmem.heap_addr(off) % 64 == 0  # a block of this PE's host heap, freed again
+    assert ushmem.heap_addr(off, device=False) % 64 == 0  # a block of this PE's host heap, freed again
     with pytest.raises(TypeError):
         probe.probe("x")
 

@@ -349,8 +349,8 @@ def global_exit(status) -> Any:
     """Stops every PE of the job with exit status status."""
     ...
 
-def heap_addr(offset, device=False) -> Any:
-    """This PE's address at offset of its host heap (device=True: its device heap); with a peer's PE number it names the peer's memory at that offset."""
+def heap_addr(offset, device=None) -> Any:
+    """This PE's address at offset of one of its heaps: device None as malloc_local's default (the device heap when a CUDA device is bound, else the host heap), True / False: that heap. With a peer's PE number it names the peer's memory at that offset."""
     ...
 
 def heap_offset(ptr) -> Any:

@@ -138,16 +138,16 @@ static PyObject *py_heap_offset(PyObject *self, PyObject *arg)
                          heap == SHMEMX_MALLOC_DEVICE ? Py_True : Py_False);
 }
 
-/* heap_addr(offset, device=False) */
+/* heap_addr(offset, device=None): None is malloc_local's default heap */
 static PyObject *py_heap_addr(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     static const char fn[] = "heap_addr";
     size_t off;
     int device;
-    if (upy_check_nargs(nargs, 1, 2, "heap_addr(offset, device=False)") ||
+    if (upy_check_nargs(nargs, 1, 2, "heap_addr(offset, device=None)") ||
         upy_as_size(args[0], &off, fn, "offset") ||
-        parse_heap(nargs > 1 ? args[1] : NULL, 0, &device, fn) || require_init(fn))
+        require_init(fn) || parse_heap(nargs > 1 ? args[1] : NULL, upy_g.dev >= 0, &device, fn))
         return NULL;
     if (device && upy_g.dev < 0) {
         upy_err_no_cuda(fn, "device=True (the device heap)");
@@ -180,9 +180,10 @@ static PyObject *py_heap_addr(PyObject *self, PyObject *const *args, Py_ssize_t 
     X(heap_offset, METH_O, ST_NONE, "($module, ptr)", \
       "(offset, is_device): where ptr (an address or a symmetric buffer) lies in this PE's " \
       "host or device symmetric heap.") \
-    X(heap_addr, METH_FASTCALL, ST_NONE, "($module, offset, device=False)", \
-      "This PE's address at offset of its host heap (device=True: its device heap); with " \
-      "a peer's PE number it names the peer's memory at that offset.")
+    X(heap_addr, METH_FASTCALL, ST_NONE, "($module, offset, device=None)", \
+      "This PE's address at offset of one of its heaps: device None as malloc_local's " \
+      "default (the device heap when a CUDA device is bound, else the host heap), True / " \
+      "False: that heap. With a peer's PE number it names the peer's memory at that offset.")
 /* clang-format on */
 LOCAL_FUNCS(KW_WRAP)
 
