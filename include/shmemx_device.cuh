@@ -351,11 +351,16 @@ SHMEMX_DEV_FN int ushmemi_dev_world(const shmemx_dev_t &d, int pe, const char *c
     return d.team_start + pe * d.team_stride;
 }
 
-/* Base of world PE w's device heap as mapped here, 0 when it is not mapped. */
+/* Base of world PE w's device heap as mapped here, 0 when it is not mapped:
+ * from the handle's own copy where it holds w (the constant bank when the
+ * handle is a __grid_constant__ parameter), else from the table. */
 SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
 {
     if (w == d.world_pe)
         return d.heap_base; /* the own heap, never a second mapping of it */
+    unsigned i = (unsigned)(w - d.near_first);
+    if (i < (unsigned)d.near_n)
+        return d.near_base[i];
     return ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + w);
 }
 

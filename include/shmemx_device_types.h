@@ -21,7 +21,12 @@ typedef unsigned long long uintptr_t;
 #endif
 
 #define SHMEMX_DEV_MAGIC   0x75534844u /* "uSHD" */
-#define SHMEMX_DEV_VERSION 1u
+#define SHMEMX_DEV_VERSION 2u /* 2: near_first, near_n, near_base */
+
+/* Heap bases the handle carries itself (near_base): a kernel that takes the handle as a
+ * __grid_constant__ parameter reads them from the constant bank, which the acquire loads
+ * of waits do not invalidate (the peer_base table in global memory goes through L1). */
+#define SHMEMX_DEV_NEAR_MAX 12 /* the handle stays within 256 bytes */
 
 /* flags */
 #define SHMEMX_DEV_F_WAIT_OK      0x1u /* device-side waits and barriers may spin */
@@ -97,6 +102,9 @@ typedef struct shmemx_dev {
                                  (ushmemi_dev_ring_t): requests for PEs whose heap is
                                  not mapped here (other hosts); 0: none */
     uint64_t reserved[3];
+    int32_t near_first; /* world PE of near_base[0] */
+    int32_t near_n;     /* entries of near_base in use (0 .. SHMEMX_DEV_NEAR_MAX) */
+    uint64_t near_base[SHMEMX_DEV_NEAR_MAX]; /* peer_base[near_first + i], copied */
 } shmemx_dev_t;
 
 /* ---- reverse offload (internal: the library and shmemx_device.cuh) ----

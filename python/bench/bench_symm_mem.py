@@ -62,6 +62,16 @@ def main():
     dist.init_process_group("cpu:gloo,cuda:nccl" if use_nccl else "gloo")
     cpu_group = dist.new_group(backend="gloo")
     me, n = dist.get_rank(), dist.get_world_size()
+    if use_nccl:  # NCCL 2.28 refuses several ranks on one GPU whatever the environment says
+        try:
+            probe = torch.ones(1, device=f"cuda:{dev}")
+            dist.all_reduce(probe)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 (any NCCL refusal: the rows are skipped)
+            use_nccl = False
+            if me == 0:
+                print("# NCCL refused: " + str(e).splitlines()[0] + "; ratios are to ushmem "
+                      "reduce_on_stream", flush=True)
 
     import torch.distributed._symmetric_memory as symm_mem
     import ushmem

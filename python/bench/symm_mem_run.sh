@@ -3,7 +3,8 @@
 # backend (torch's one_shot / two_shot ops) against NCCL all_reduce and ushmem's own
 # stream reduction, 2 and 4 ranks on GPU 0, under a private MPS daemon
 # (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100/N) and without it; prints one table per
-# (ranks, MPS) with each row's ratio to NCCL's best. Raw lines and tables go to OUTDIR.
+# (ranks, MPS) with each row's ratio to NCCL's best (to ushmem's stream reduction where NCCL
+# refuses several ranks on one GPU, as NCCL 2.28 does). Raw lines and tables go to OUTDIR.
 # Never changes GPU settings.
 # usage: python/bench/symm_mem_run.sh OUTDIR        env: PY (python with torch 2.x + CUDA),
 #        NPES ("2 4"), MAX (67108864), MODES ("mps nomps"); the ushmem package must be
@@ -28,9 +29,10 @@ status=0
 table() { # raw file -> table with ratios to NCCL (best)
   awk -F'\t' '$1 == "row" { key[$2] = 1; best[$2, $3] = $4; mean[$2, $3] = $5; sz[$3] = 1 }
     END {
-      printf "| op | bytes | best us | mean us | best / NCCL |\n|---|---|---|---|---|\n"
+      ref = ("NCCL all_reduce + clone" in key) ? "NCCL all_reduce + clone" : "ushmem reduce_on_stream"
+      printf "| op | bytes | best us | mean us | best / %s |\n|---|---|---|---|---|\n", ref
       for (k in key) for (s in sz) if ((k, s) in best) {
-        r = ((("NCCL all_reduce + clone"), s) in best) ? sprintf("%.2f", best[k, s] / best["NCCL all_reduce + clone", s]) : "-"
+        r = ((ref, s) in best) ? sprintf("%.2f", best[k, s] / best[ref, s]) : "-"
         printf "| %s | %s | %s | %s | %s |\n", k, s, best[k, s], mean[k, s], r
       }
     }' "$1" | sort -t'|' -k3,3n -k2,2

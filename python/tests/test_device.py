@@ -51,10 +51,12 @@ def test_layout_matches_c():
     assert kinds["gpu_pci"]._type_ is ctypes.c_int32 and kinds["gpu_pci"]._length_ == 3
     assert kinds["reserved"]._type_ is ctypes.c_uint64 and kinds["reserved"]._length_ == 3
     assert kinds["proxy"] is ctypes.c_uint64
+    assert kinds["near_base"]._type_ is ctypes.c_uint64 and kinds["near_base"]._length_ == 12
 
 
 def test_constants():
-    assert ushmem.DEV_MAGIC == 0x75534844 and ushmem.DEV_VERSION == 1
+    assert ushmem.DEV_MAGIC == 0x75534844 and ushmem.DEV_VERSION == 2
+    assert ushmem.DEV_NEAR_MAX == 12
     flags = (ushmem.DEV_F_WAIT_OK, ushmem.DEV_F_PEER_ATOMICS, ushmem.DEV_F_WORLD,
              ushmem.DEV_F_TIMESLICED)
     assert sorted(flags) == [1, 2, 4, 8]
@@ -149,7 +151,7 @@ def test_device_handle_fields(me, npes):
     buf.free()
     table = torch.as_tensor(_DeviceWords(h.peer_base_ptr, h.world_n_pes),
                             device=f"cuda:{ushmem.cuda_device()}").cpu().tolist()
-    assert h.magic == 0x75534844 and h.version == 1
+    assert h.magic == 0x75534844 and h.version == 2
     assert (h.my_pe, h.n_pes, h.world_pe, h.world_n_pes) == (me, npes, me, npes)
     assert (h.team_start, h.team_stride) == (0, 1)
     assert h.flags & ushmem.DEV_F_WORLD
@@ -166,6 +168,11 @@ def test_device_handle_fields(me, npes):
         assert h.peer_address(buf.ptr + 7, pe) == bases[pe] + 7
     # the device-resident table kernels read is the same (as signed int64 words)
     assert [t & (2**64 - 1) for t in table] == peer_bases
+    # the handle's own copy of it: DEV_NEAR_MAX entries from the first mapped PE
+    first = next(pe for pe in range(npes) if peer_bases[pe])
+    assert (h.near_first, h.near_n) == (first, min(ushmem.DEV_NEAR_MAX, npes - first))
+    assert list(h.near_base[:h.near_n]) == peer_bases[first:first + h.near_n]
+    assert not any(h.near_base[h.near_n:])
     assert h.wait_ok == (why is None)
     assert h.gpu_pes >= 1 and h.sm_total > 0 and 0 < h.sm_sum
     assert h.sync == h.heap_base + (128 << 10)

@@ -23,7 +23,7 @@ static PyObject *py__dev_layout(PyObject *self, PyObject *unused)
         DEV_FIELD(gpu_pes), DEV_FIELD(sm_sum), DEV_FIELD(sm_total), DEV_FIELD(gpu_pci),
         DEV_FIELD(reserved0), DEV_FIELD(heap_base), DEV_FIELD(heap_size), DEV_FIELD(peer_base),
         DEV_FIELD(sync), DEV_FIELD(abort_flag), DEV_FIELD(wait_timeout_ns), DEV_FIELD(proxy),
-        DEV_FIELD(reserved),
+        DEV_FIELD(reserved), DEV_FIELD(near_first), DEV_FIELD(near_n), DEV_FIELD(near_base),
     };
 #undef DEV_FIELD
     /* clang-format on */
@@ -139,6 +139,7 @@ static int add_dev_constants(PyObject *m)
     } c[] = {
         {"DEV_MAGIC", SHMEMX_DEV_MAGIC},
         {"DEV_VERSION", SHMEMX_DEV_VERSION},
+        {"DEV_NEAR_MAX", SHMEMX_DEV_NEAR_MAX},
         {"DEV_F_WAIT_OK", SHMEMX_DEV_F_WAIT_OK},
         {"DEV_F_PEER_ATOMICS", SHMEMX_DEV_F_PEER_ATOMICS},
         {"DEV_F_WORLD", SHMEMX_DEV_F_WORLD},

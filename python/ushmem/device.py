@@ -56,6 +56,9 @@ class DeviceHandle(ctypes.Structure):
         ("wait_timeout_ns", _u64),
         ("proxy", _u64),         # device address of the reverse-offload ring, 0: none
         ("reserved", _u64 * 3),
+        ("near_first", _i32),    # world PE of near_base[0]
+        ("near_n", _i32),        # entries of near_base in use
+        ("near_base", _u64 * 12),  # peer_base[near_first + i], copied (DEV_NEAR_MAX)
     ]
 
     def bytes(self):

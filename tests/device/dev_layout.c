@@ -33,7 +33,10 @@
     X(abort_flag)                                                                                  \
     X(wait_timeout_ns)                                                                             \
     X(proxy)                                                                                       \
-    X(reserved)
+    X(reserved)                                                                                    \
+    X(near_first)                                                                                  \
+    X(near_n)                                                                                      \
+    X(near_base)
 
 int main(void)
 {

@@ -45,6 +45,8 @@ static struct {
     int32_t pci[3];
     char why[400];
     uint64_t ring; /* device address of the ring descriptor, 0: none */
+    int near_first, near_n; /* the handle's copy of the peer table (shmemx_dev_t.near_base) */
+    uint64_t near[SHMEMX_DEV_NEAR_MAX];
 } dev;
 
 /* Under MPS the device reports only this client's SMs (66 of an H200's 132 at
@@ -210,6 +212,13 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     if (mode == 1 && dev.reason != SHMEMX_DEV_WAIT_SAFE)
         dev.flags |= SHMEMX_DEV_F_TIMESLICED;
     write_why();
+    /* The handle's own copy: SHMEMX_DEV_NEAR_MAX entries from the first mapped PE (a
+     * host's PEs are usually consecutive world PEs). */
+    dev.near_first = 0;
+    while (dev.near_first < n - 1 && !table[dev.near_first])
+        dev.near_first++;
+    dev.near_n = n - dev.near_first < SHMEMX_DEV_NEAR_MAX ? n - dev.near_first : SHMEMX_DEV_NEAR_MAX;
+    memcpy(dev.near, table + dev.near_first, (size_t)dev.near_n * sizeof *table);
     u->scratch[ABORT_OFF / 8] = 0;
     CUresult r =
         ushmemi_cu.cuMemcpy(u->base + PEER_TABLE_OFF, (CUdeviceptr)(uintptr_t)table, (size_t)n * 8);
@@ -354,6 +363,9 @@ static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
     d.sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
     ushmemi_cuda_dev_wait_limits(&d.abort_flag, &d.wait_timeout_ns);
     d.proxy = dev.ring;
+    d.near_first = dev.near_first;
+    d.near_n = dev.near_n;
+    memcpy(d.near_base, dev.near, sizeof d.near_base);
     *out = d;
     return 0;
 }
