@@ -44,7 +44,7 @@ static struct {
     int gpu_pes, sm_sum, sm_total;
     int32_t pci[3];
     char why[400];
-    uint64_t ring; /* device address of the ring descriptor, 0: none */
+    uint64_t ring;          /* device address of the ring descriptor, 0: none */
     int near_first, near_n; /* the handle's copy of the peer table (shmemx_dev_t.near_base) */
     uint64_t near[SHMEMX_DEV_NEAR_MAX];
 } dev;
@@ -217,7 +217,8 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     dev.near_first = 0;
     while (dev.near_first < n - 1 && !table[dev.near_first])
         dev.near_first++;
-    dev.near_n = n - dev.near_first < SHMEMX_DEV_NEAR_MAX ? n - dev.near_first : SHMEMX_DEV_NEAR_MAX;
+    dev.near_n =
+        n - dev.near_first < SHMEMX_DEV_NEAR_MAX ? n - dev.near_first : SHMEMX_DEV_NEAR_MAX;
     memcpy(dev.near, table + dev.near_first, (size_t)dev.near_n * sizeof *table);
     u->scratch[ABORT_OFF / 8] = 0;
     CUresult r =
