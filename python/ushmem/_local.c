@@ -146,8 +146,8 @@ static PyObject *py_heap_addr(PyObject *self, PyObject *const *args, Py_ssize_t 
     size_t off;
     int device;
     if (upy_check_nargs(nargs, 1, 2, "heap_addr(offset, device=None)") ||
-        upy_as_size(args[0], &off, fn, "offset") ||
-        require_init(fn) || parse_heap(nargs > 1 ? args[1] : NULL, upy_g.dev >= 0, &device, fn))
+        upy_as_size(args[0], &off, fn, "offset") || require_init(fn) ||
+        parse_heap(nargs > 1 ? args[1] : NULL, upy_g.dev >= 0, &device, fn))
         return NULL;
     if (device && upy_g.dev < 0) {
         upy_err_no_cuda(fn, "device=True (the device heap)");
