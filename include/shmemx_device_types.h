@@ -21,7 +21,7 @@ typedef unsigned long long uintptr_t;
 #endif
 
 #define SHMEMX_DEV_MAGIC   0x75534844u /* "uSHD" */
-#define SHMEMX_DEV_VERSION 2u /* 2: near_first, near_n, near_base */
+#define SHMEMX_DEV_VERSION 2u          /* 2: near_first, near_n, near_base */
 
 /* Heap bases the handle carries itself (near_base): a kernel that takes the handle as a
  * __grid_constant__ parameter reads them from the constant bank, which the acquire loads
