@@ -667,11 +667,48 @@ SHMEMX_DEV_FN void ushmemi_dev_proxy_get(const shmemx_dev_t &d, G g, void *dest,
     g.sync();
 }
 
+/* Payloads of up to 16 bytes in 8-byte words (dest, source and size all
+ * multiples of 8): rank 0 of the group loads the words before the route, so
+ * that the load (often a miss: a wait's acquire load empties L1) overlaps the
+ * translation instead of following it, and stores them itself. Returns false
+ * when the payload does not qualify. */
+SHMEMX_DEV_FN bool ushmemi_dev_small(const void *dest, const void *src, size_t n)
+{
+    return n <= 16 && (((uintptr_t)dest | (uintptr_t)src | n) & 7) == 0;
+}
+SHMEMX_DEV_FN void ushmemi_dev_small_load(const void *src, size_t n, uint64_t v[2])
+{
+    v[0] = n ? ((const uint64_t *)src)[0] : 0;
+    v[1] = n > 8 ? ((const uint64_t *)src)[1] : 0;
+}
+SHMEMX_DEV_FN void ushmemi_dev_small_store(char *r, size_t n, const uint64_t v[2])
+{
+    if (n)
+        ((uint64_t *)r)[0] = v[0];
+    if (n > 8)
+        ((uint64_t *)r)[1] = v[1];
+}
+
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                    size_t n, int pe, bool nbi, const char *call)
 {
     int w;
+    if (ushmemi_dev_small(dest, src, n)) {
+        uint64_t v[2] = {0, 0};
+        g.sync(); /* the group's stores to src first */
+        if (g.rank() == 0)
+            ushmemi_dev_small_load(src, n, v);
+        char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
+        if (r) {
+            if (g.rank() == 0)
+                ushmemi_dev_small_store(r, n, v);
+            g.sync();
+            return;
+        }
+        ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
+        return;
+    }
     char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
     if (!r) {
         ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
@@ -869,7 +906,24 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
                                           const char *call)
 {
     int w;
-    char *r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
+    char *r;
+    if (ushmemi_dev_small(dest, source, nbytes)) { /* see ushmemi_dev_small */
+        uint64_t v[2] = {0, 0};
+        g.sync();
+        if (g.rank() == 0)
+            ushmemi_dev_small_load(source, nbytes, v);
+        r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
+        if (r) {
+            if (g.rank() == 0) { /* the release covers this thread's own stores */
+                ushmemi_dev_small_store(r, nbytes, v);
+                ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
+            }
+            g.sync();
+            return;
+        }
+    } else {
+        r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
+    }
     if (!r) { /* one request: the proxy applies the signal after the data */
         if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)
             ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call); /* says what is wrong */

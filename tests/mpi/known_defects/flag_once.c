@@ -74,8 +74,8 @@ static void ring(int me, int n, int nr)
         *(volatile int *)&flag = 0; /* a plain store, as most programs reset a flag */
         shmem_barrier_all();
         int f = shmem_int_atomic_fetch(&flag, me);
-        CHECK(f == 0 || f == r + 2, "ring round %d: flag reads %d after the reset (want 0 or %d)", r,
-              f, r + 2);
+        CHECK(f == 0 || f == r + 2, "ring round %d: flag reads %d after the reset (want 0 or %d)",
+              r, f, r + 2);
     }
     shmem_barrier_all();
 }
@@ -100,8 +100,8 @@ static void pairs(int me, int n, int nr)
                 int f = shmem_int_atomic_fetch(&flag, me);
                 CHECK(f == r + 1, "pairs round %d: flag %d from PE %d, want %d", r, f, peer, r + 1);
                 for (int i = 0; i < WORDS; i++)
-                    CHECK(data[i] == value_of(peer, r, i), "pairs round %d: data[%d] %d, want %d", r,
-                          i, data[i], value_of(peer, r, i));
+                    CHECK(data[i] == value_of(peer, r, i), "pairs round %d: data[%d] %d, want %d",
+                          r, i, data[i], value_of(peer, r, i));
                 *(volatile int *)&flag = 0;
             }
         }
