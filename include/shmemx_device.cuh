@@ -694,28 +694,25 @@ SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const
                                    size_t n, int pe, bool nbi, const char *call)
 {
     int w;
-    if (ushmemi_dev_small(dest, src, n)) {
-        uint64_t v[2] = {0, 0};
+    const bool small = ushmemi_dev_small(dest, src, n);
+    uint64_t v[2] = {0, 0};
+    if (small) {
         g.sync(); /* the group's stores to src first */
         if (g.rank() == 0)
             ushmemi_dev_small_load(src, n, v);
-        char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
-        if (r) {
-            if (g.rank() == 0)
-                ushmemi_dev_small_store(r, n, v);
-            g.sync();
-            return;
-        }
-        ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
-        return;
     }
     char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
     if (!r) {
         ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
         return;
     }
-    g.sync();
-    ushmemi_dev_copy(g, r, src, n);
+    if (small) {
+        if (g.rank() == 0)
+            ushmemi_dev_small_store(r, n, v);
+    } else {
+        g.sync();
+        ushmemi_dev_copy(g, r, src, n);
+    }
     g.sync();
 }
 
@@ -906,24 +903,14 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
                                           const char *call)
 {
     int w;
-    char *r;
-    if (ushmemi_dev_small(dest, source, nbytes)) { /* see ushmemi_dev_small */
-        uint64_t v[2] = {0, 0};
+    const bool small = ushmemi_dev_small(dest, source, nbytes); /* see ushmemi_dev_small */
+    uint64_t v[2] = {0, 0};
+    if (small) {
         g.sync();
         if (g.rank() == 0)
             ushmemi_dev_small_load(source, nbytes, v);
-        r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
-        if (r) {
-            if (g.rank() == 0) { /* the release covers this thread's own stores */
-                ushmemi_dev_small_store(r, nbytes, v);
-                ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
-            }
-            g.sync();
-            return;
-        }
-    } else {
-        r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
     }
+    char *r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
     if (!r) { /* one request: the proxy applies the signal after the data */
         if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)
             ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call); /* says what is wrong */
@@ -947,9 +934,14 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
         g.sync();
         return;
     }
-    g.sync();
-    ushmemi_dev_copy(g, r, source, nbytes);
-    g.sync(); /* the group's stores, then one release covers them all */
+    if (small) { /* rank 0 stored it all: its release covers its own stores */
+        if (g.rank() == 0)
+            ushmemi_dev_small_store(r, nbytes, v);
+    } else {
+        g.sync();
+        ushmemi_dev_copy(g, r, source, nbytes);
+        g.sync(); /* the group's stores, then one release covers them all */
+    }
     if (g.rank() == 0)
         ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
     g.sync();
