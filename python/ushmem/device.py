@@ -58,7 +58,7 @@ class DeviceHandle(ctypes.Structure):
         ("reserved", _u64 * 3),
         ("near_first", _i32),    # world PE of near_base[0]
         ("near_n", _i32),        # entries of near_base in use
-        ("near_base", _u64 * 12),  # peer_base[near_first + i], copied (DEV_NEAR_MAX)
+        ("near_base", _u64 * _ushmem.DEV_NEAR_MAX),  # peer_base[near_first + i], copied
     ]
 
     def bytes(self):
