@@ -88,13 +88,17 @@ squat none
 RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
   MASTER_PORT=$((port + 2)) USHMEM_BOOTSTRAP_TIMEOUT=30 "$job" >/dev/null 2>&1 &
 pid=$!
-for ((w = 0; w < 100; w++)); do
-  compgen -G "$sq/torchrun-*" >/dev/null && break
+# Wait for the published file, not the temporary one it is renamed from
+# (torchrun-<hex>.XXXXXX, kept a minute for a writer that may still run): a
+# kill between mkostemp and rename would leave only that.
+published() { ls "$sq" 2>/dev/null | grep -qx 'torchrun-[0-9a-f]*'; }
+for ((w = 0; w < 200; w++)); do
+  published && break
   sleep 0.05
 done
 kill -KILL $pid; wait $pid 2>/dev/null
 port=$((port + 2))
-if compgen -G "$sq/torchrun-*" >/dev/null; then
+if published; then
   job || bad "the job after a SIGKILLed rank 0 failed"
   if [ -e "$sq" ]; then
     bad "a SIGKILLed rank 0's secret file outlives the next job: $(ls "$sq")"
