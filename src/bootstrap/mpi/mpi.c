@@ -37,7 +37,11 @@ static int mb_allgather(const void *in, void *out, size_t len)
     int rc = check_len(len, "allgather");
     if (rc)
         return rc;
-    rc = MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE, ushmemi_mpi_comm);
+    MPI_Request req;
+    USHMEMI_MPI_LOCKED(rc, MPI_Iallgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
+                                          ushmemi_mpi_comm, &req));
+    if (rc == MPI_SUCCESS)
+        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Allgather", rc);
 }
 
@@ -46,13 +50,20 @@ static int mb_bcast(void *buf, size_t len, int root)
     int rc = check_len(len, "bcast");
     if (rc)
         return rc;
-    rc = MPI_Bcast(buf, (int)len, MPI_BYTE, root, ushmemi_mpi_comm);
+    MPI_Request req;
+    USHMEMI_MPI_LOCKED(rc, MPI_Ibcast(buf, (int)len, MPI_BYTE, root, ushmemi_mpi_comm, &req));
+    if (rc == MPI_SUCCESS)
+        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Bcast", rc);
 }
 
 static int mb_barrier(void)
 {
-    int rc = MPI_Barrier(ushmemi_mpi_comm);
+    MPI_Request req;
+    int rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Ibarrier(ushmemi_mpi_comm, &req));
+    if (rc == MPI_SUCCESS)
+        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Barrier", rc);
 }
 

@@ -1,5 +1,8 @@
 /* Entry point of libushmem_mpi.so: the one symbol the core looks up. */
 #ifdef USHMEM_MPI_MODULE /* only in libushmem_mpi.so; the core's source glob compiles nothing */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +22,101 @@ int ushmemi_mpi_fail(const char *call, const char *what, int mpi_rc)
         snprintf(msg, sizeof msg, "MPI error %d", mpi_rc);
     MERR(call, "%s: %s", what, msg);
     return USHMEM_ESYS;
+}
+
+/* ---- the MPI lock (mpi_priv.h) ----
+ * A mutex, made fair enough for threads that poll: a thread that unlocks
+ * while others wait lets one of them in before it can take the lock again
+ * (else a thread in ushmemi_mpi_wait's loop, relocking at once, could keep
+ * a sleeping waiter out for long: the proxy thread that should answer it). */
+
+static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int mpi_lock_waiting;          /* threads in ushmemi_mpi_lock */
+static _Atomic unsigned long mpi_lock_grants; /* acquisitions so far */
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+void ushmemi_mpi_lock(void)
+{
+    atomic_fetch_add_explicit(&mpi_lock_waiting, 1, memory_order_relaxed);
+    pthread_mutex_lock(&mpi_lock);
+    atomic_fetch_sub_explicit(&mpi_lock_waiting, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mpi_lock_grants, 1, memory_order_relaxed);
+}
+
+void ushmemi_mpi_unlock(void)
+{
+    unsigned long g = atomic_load_explicit(&mpi_lock_grants, memory_order_relaxed);
+    pthread_mutex_unlock(&mpi_lock);
+    /* Someone waits: until one of them has it (a woken waiter may take some
+     * microseconds to run; where threads outnumber CPUs it needs ours). */
+    for (unsigned i = 0;
+         atomic_load_explicit(&mpi_lock_waiting, memory_order_relaxed) &&
+         atomic_load_explicit(&mpi_lock_grants, memory_order_relaxed) == g && i < 4096;
+         i++) {
+        if (i % 64 == 63)
+            sched_yield();
+        else
+            relax();
+    }
+}
+
+int ushmemi_mpi_trylock(void)
+{
+    if (atomic_load_explicit(&mpi_lock_waiting, memory_order_relaxed) ||
+        pthread_mutex_trylock(&mpi_lock) != 0)
+        return 0;
+    atomic_fetch_add_explicit(&mpi_lock_grants, 1, memory_order_relaxed);
+    return 1;
+}
+
+int ushmemi_mpi_wait(MPI_Request *req, MPI_Status *st)
+{
+    for (unsigned spins = 0;; spins++) {
+        int flag = 0, rc;
+        USHMEMI_MPI_LOCKED(rc, MPI_Test(req, &flag, st));
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        /* let a thread waiting for the lock in; a long wait gives the CPU
+         * up now and then (PEs may outnumber cores) */
+        if (spins % 1024 == 1023)
+            sched_yield();
+        else
+            relax();
+    }
+}
+
+int ushmemi_mpi_waitall(int n, MPI_Request *req)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = ushmemi_mpi_wait(&req[i], MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int ushmemi_mpi_send(const void *buf, int n, int pe, int tag, MPI_Comm comm)
+{
+    MPI_Request req;
+    int rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Isend(buf, n, MPI_BYTE, pe, tag, comm, &req));
+    return rc == MPI_SUCCESS ? ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE) : rc;
+}
+
+int ushmemi_mpi_recv(void *buf, int n, int pe, int tag, MPI_Comm comm, MPI_Status *st)
+{
+    MPI_Request req;
+    int rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Irecv(buf, n, MPI_BYTE, pe, tag, comm, &req));
+    return rc == MPI_SUCCESS ? ushmemi_mpi_wait(&req, st) : rc;
 }
 
 int ushmemi_mpi_comm_setup(int my_pe, int n_pes, const char *call)
@@ -46,7 +144,8 @@ int ushmemi_mpi_comm_setup(int my_pe, int n_pes, const char *call)
              rank, size, my_pe, n_pes);
         return USHMEM_ESTATE;
     }
-    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &ushmemi_mpi_comm);
+    int rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Comm_dup(MPI_COMM_WORLD, &ushmemi_mpi_comm));
     if (rc != MPI_SUCCESS)
         return ushmemi_mpi_fail(call, "MPI_Comm_dup", rc);
     MPI_Comm_set_errhandler(ushmemi_mpi_comm, MPI_ERRORS_RETURN);
@@ -60,8 +159,11 @@ void ushmemi_mpi_comm_release(void)
         return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized)
+    if (!finalized) {
+        ushmemi_mpi_lock();
         MPI_Comm_free(&ushmemi_mpi_comm);
+        ushmemi_mpi_unlock();
+    }
     ushmemi_mpi_comm = MPI_COMM_NULL;
 }
 

@@ -91,9 +91,10 @@ static void *progress_main(void *arg)
     while (atomic_load_explicit(&prog_run, memory_order_acquire)) {
         nanosleep(&ts, NULL);
         unsigned long now = atomic_load_explicit(&activity, memory_order_relaxed);
-        if (now == seen) { /* the PE is not in MPI: poke it */
+        if (now == seen && ushmemi_mpi_trylock()) { /* the PE is not in MPI: poke it */
             int flag;
             MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ushmemi_mpi_comm, &flag, MPI_STATUS_IGNORE);
+            ushmemi_mpi_unlock();
         }
         seen = now;
     }
@@ -137,8 +138,10 @@ static void free_windows(void)
     for (int w = 0; w < NWIN; w++) {
         if (!have_win[w])
             continue;
+        ushmemi_mpi_lock();
         MPI_Win_unlock_all(wins[w]);
         MPI_Win_free(&wins[w]);
+        ushmemi_mpi_unlock();
         have_win[w] = 0;
         free((void *)dirty[w]);
         dirty[w] = NULL;
@@ -179,8 +182,11 @@ static int t_attach(void)
     unsigned long long mine = G.seg[USHMEMI_SEG_DATA].size, *all = calloc((size_t)n, sizeof *all);
     if (!all)
         return USHMEM_ENOMEM;
-    rc = MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG,
-                       ushmemi_mpi_comm);
+    MPI_Request req;
+    USHMEMI_MPI_LOCKED(rc, MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
+                                          MPI_UNSIGNED_LONG_LONG, ushmemi_mpi_comm, &req));
+    if (rc == MPI_SUCCESS)
+        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         free(all);
         return ushmemi_mpi_fail(call, "MPI_Allgather", rc);
@@ -206,7 +212,8 @@ static int t_attach(void)
          * checked above and at heap setup). */
         if (seg->kind != USHMEMI_MEM_HOST || seg->size == 0)
             continue;
-        rc = MPI_Win_create(seg->base, (MPI_Aint)seg->size, 1, info, ushmemi_mpi_comm, &wins[w]);
+        USHMEMI_MPI_LOCKED(rc, MPI_Win_create(seg->base, (MPI_Aint)seg->size, 1, info,
+                                              ushmemi_mpi_comm, &wins[w]));
         if (rc != MPI_SUCCESS) {
             char msg[MPI_MAX_ERROR_STRING] = "";
             int len = 0;
@@ -224,7 +231,7 @@ static int t_attach(void)
             t_detach();
             return USHMEM_ENOMEM;
         }
-        rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, wins[w]);
+        USHMEMI_MPI_LOCKED(rc, MPI_Win_lock_all(MPI_MODE_NOCHECK, wins[w]));
         if (rc != MPI_SUCCESS) {
             MPI_Info_free(&info);
             return ushmemi_mpi_fail(call, "MPI_Win_lock_all", rc);
@@ -235,7 +242,10 @@ static int t_attach(void)
      * still carries messages: then the staged proxy moves the host memory
      * of other hosts too (src/transport/proxy). Every PE must decide alike. */
     int all_ok = 0;
-    rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ushmemi_mpi_comm);
+    USHMEMI_MPI_LOCKED(rc,
+                       MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ushmemi_mpi_comm, &req));
+    if (rc == MPI_SUCCESS)
+        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         MPI_Info_free(&info);
         t_detach();
@@ -272,7 +282,8 @@ static int locate(const void *addr, size_t n, int *w_out, MPI_Aint *disp)
 
 static int flush(int pe, int w, const char *what)
 {
-    int rc = MPI_Win_flush(pe, wins[w]);
+    int rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Win_flush(pe, wins[w]));
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail(CALL, what, rc);
 }
 
@@ -292,8 +303,8 @@ static int t_put(void *remote, const void *src, size_t n, int pe, int nbi)
     ACTIVE();
     for (size_t done = 0; done < n && rc == MPI_SUCCESS; done += CHUNK) {
         int c = (int)(n - done < CHUNK ? n - done : CHUNK);
-        rc = MPI_Put((const char *)src + done, c, MPI_BYTE, pe, disp + (MPI_Aint)done, c, MPI_BYTE,
-                     wins[w]);
+        USHMEMI_MPI_LOCKED(rc, MPI_Put((const char *)src + done, c, MPI_BYTE, pe,
+                                       disp + (MPI_Aint)done, c, MPI_BYTE, wins[w]));
     }
     if (rc != MPI_SUCCESS)
         return ushmemi_mpi_fail(CALL, "MPI_Put", rc);
@@ -313,8 +324,8 @@ static int t_get(void *dest, const void *remote, size_t n, int pe, int nbi)
     ACTIVE();
     for (size_t done = 0; done < n && rc == MPI_SUCCESS; done += CHUNK) {
         int c = (int)(n - done < CHUNK ? n - done : CHUNK);
-        rc = MPI_Get((char *)dest + done, c, MPI_BYTE, pe, disp + (MPI_Aint)done, c, MPI_BYTE,
-                     wins[w]);
+        USHMEMI_MPI_LOCKED(rc, MPI_Get((char *)dest + done, c, MPI_BYTE, pe, disp + (MPI_Aint)done,
+                                       c, MPI_BYTE, wins[w]));
     }
     if (rc != MPI_SUCCESS)
         return ushmemi_mpi_fail(CALL, "MPI_Get", rc);
@@ -349,6 +360,7 @@ static int t_amo(ushmemi_amo_desc_t *d)
     }
     MPI_Win win = wins[w];
     ACTIVE();
+    ushmemi_mpi_lock();
     switch (d->op) {
     case USHMEMI_AMO_FETCH:
         rc = MPI_Fetch_and_op(NULL, &r, type, d->pe, disp, MPI_NO_OP, win);
@@ -364,8 +376,9 @@ static int t_amo(ushmemi_amo_desc_t *d)
     case USHMEMI_AMO_AND: rc = MPI_Fetch_and_op(&v, &r, type, d->pe, disp, MPI_BAND, win); break;
     case USHMEMI_AMO_OR: rc = MPI_Fetch_and_op(&v, &r, type, d->pe, disp, MPI_BOR, win); break;
     case USHMEMI_AMO_XOR: rc = MPI_Fetch_and_op(&v, &r, type, d->pe, disp, MPI_BXOR, win); break;
-    default: return USHMEM_EINVAL;
+    default: ushmemi_mpi_unlock(); return USHMEM_EINVAL;
     }
+    ushmemi_mpi_unlock();
     if (rc != MPI_SUCCESS)
         return ushmemi_mpi_fail(CALL, "MPI atomic operation", rc);
     rc = flush(d->pe, w, "MPI_Win_flush after an atomic operation");
@@ -402,8 +415,11 @@ static int t_quiet(void)
 static void t_progress(void)
 {
     ACTIVE();
+    if (!ushmemi_mpi_trylock())
+        return; /* another thread of ours is in MPI: it progresses */
     int flag;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ushmemi_mpi_comm, &flag, MPI_STATUS_IGNORE);
+    ushmemi_mpi_unlock();
 }
 
 static const char *t_unusable_reason(void)

@@ -154,13 +154,16 @@ static void serve_get(const hdr_t *h, int from)
     int k = 0;
     for (uint64_t done = 0; done < h->len; done += CHUNK, k ^= 1) {
         size_t c = h->len - done < CHUNK ? (size_t)(h->len - done) : CHUNK;
-        MPI_Wait(&sreq[k], MPI_STATUS_IGNORE); /* its buffer is free again */
-        CORE.local_copy(gbuf[k], src + done, c, CALL);
-        int rc = MPI_Isend(gbuf[k], (int)c, MPI_BYTE, from, (int)h->reply_tag, pcomm, &sreq[k]);
+        int rc = ushmemi_mpi_wait(&sreq[k], MPI_STATUS_IGNORE); /* its buffer is free again */
+        if (rc == MPI_SUCCESS) {
+            CORE.local_copy(gbuf[k], src + done, c, CALL);
+            USHMEMI_MPI_LOCKED(
+                rc, MPI_Isend(gbuf[k], (int)c, MPI_BYTE, from, (int)h->reply_tag, pcomm, &sreq[k]));
+        }
         if (rc != MPI_SUCCESS)
             die("answering a get of PE %d failed (MPI error %d)", from, rc);
     }
-    MPI_Waitall(2, sreq, MPI_STATUSES_IGNORE);
+    ushmemi_mpi_waitall(2, sreq);
 }
 
 static void release_held(void);
@@ -214,11 +217,11 @@ static int serve(const char *msg, int bytes, int from)
                                 local_at(from, h.seg, h.off, USHMEMI_DT_SIZE(h.dtype)), h.value,
                                 h.cond, CALL);
         ushmemi_trace_add(&trace, 4, "atomic: executed", t0);
-        MPI_Send(&result, 8, MPI_BYTE, from, (int)h.reply_tag, pcomm);
+        ushmemi_mpi_send(&result, 8, from, (int)h.reply_tag, pcomm);
         return 0;
     case OP_QUIET: /* every earlier request of this PE is in memory */
         CORE.local_sync(CALL);
-        MPI_Send(NULL, 0, MPI_BYTE, from, (int)h.reply_tag, pcomm);
+        ushmemi_mpi_send(NULL, 0, from, (int)h.reply_tag, pcomm);
         ushmemi_trace_add(&trace, 5, "quiet: synchronized and answered", t0);
         return 0;
     default: die("unknown request %u from PE %d", h.op, from);
@@ -228,9 +231,11 @@ static int serve(const char *msg, int bytes, int from)
 
 static int post(int i)
 {
+    int rc;
     order[(ohead + nposted++) % NRECV] = i;
-    return MPI_Irecv(rbuf[i], (int)(sizeof(hdr_t) + CHUNK), MPI_BYTE, MPI_ANY_SOURCE, TAG_REQ,
-                     pcomm, &rreq[i]);
+    USHMEMI_MPI_LOCKED(rc, MPI_Irecv(rbuf[i], (int)(sizeof(hdr_t) + CHUNK), MPI_BYTE,
+                                     MPI_ANY_SOURCE, TAG_REQ, pcomm, &rreq[i]));
+    return rc;
 }
 
 /* The held buffers' copies are done: post them again. */
@@ -265,7 +270,7 @@ static int take_payload(char *msg, int bytes, int from)
     CORE.activity(USHMEMI_ACT_STAGED, "receiving a put's payload", from);
     MPI_Status st;
     int got = 0;
-    int rc = MPI_Recv(msg + sizeof h, (int)h.len, MPI_BYTE, from, (int)h.reply_tag, pcomm, &st);
+    int rc = ushmemi_mpi_recv(msg + sizeof h, (int)h.len, from, (int)h.reply_tag, pcomm, &st);
     if (rc != MPI_SUCCESS)
         die("receiving a put's payload from PE %d failed (MPI error %d)", from, rc);
     MPI_Get_count(&st, MPI_BYTE, &got);
@@ -281,13 +286,15 @@ static void *proxy_main(void *arg)
     ushmemi_proxy_idle_init(&wait, ENV.proxy_idle_us * 1000L, ENV.proxy_spin_us * 1000L,
                             G.proxy_awake ? 1000L : -1L); /* MPI_Test: a pause between */
     while (atomic_load_explicit(&thread_run, memory_order_acquire)) {
-        int flag = 0, bytes = 0, next = order[ohead];
+        int flag = 0, bytes = 0, next = order[ohead], rc;
         MPI_Status st;
         if (nposted == 0) {
             release_held();
             continue;
         }
-        MPI_Test(&rreq[next], &flag, &st);
+        USHMEMI_MPI_LOCKED(rc, MPI_Test(&rreq[next], &flag, &st));
+        if (rc != MPI_SUCCESS)
+            die("polling the proxy's receives failed (MPI error %d)", rc);
         if (!flag) {
             if (nheld)
                 release_held(); /* nothing else to do: let the puts land */
@@ -310,8 +317,10 @@ static void *proxy_main(void *arg)
     release_held();
     while (nposted) {
         int i = order[ohead];
+        ushmemi_mpi_lock();
         MPI_Cancel(&rreq[i]);
-        MPI_Wait(&rreq[i], MPI_STATUS_IGNORE);
+        ushmemi_mpi_unlock();
+        ushmemi_mpi_wait(&rreq[i], MPI_STATUS_IGNORE);
         ohead = (ohead + 1) % NRECV;
         nposted--;
     }
@@ -354,7 +363,7 @@ static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
             CORE.local_copy(buf + sizeof *h, payload, c, CALL);
         else
             memcpy(buf + sizeof *h, payload, c);
-        rc = MPI_Send(buf, (int)total, MPI_BYTE, pe, TAG_REQ, pcomm);
+        rc = ushmemi_mpi_send(buf, (int)total, pe, TAG_REQ, pcomm);
         if (buf != small)
             free(buf);
     } else {
@@ -365,9 +374,9 @@ static int send_req(hdr_t *h, const char *payload, size_t c, int pe)
          * so requests of several threads to one PE cannot swap payloads. */
         h->reply_tag = (uint32_t)tag_in(&next_payload_tag, TAG_PAYLOAD0);
         stamp(h);
-        rc = MPI_Send(h, (int)sizeof *h, MPI_BYTE, pe, TAG_REQ, pcomm);
+        rc = ushmemi_mpi_send(h, (int)sizeof *h, pe, TAG_REQ, pcomm);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Send(payload, (int)c, MPI_BYTE, pe, (int)h->reply_tag, pcomm);
+            rc = ushmemi_mpi_send(payload, (int)c, pe, (int)h->reply_tag, pcomm);
     }
     return rc == MPI_SUCCESS ? 0 : fail("sending a request to the proxy", rc);
 }
@@ -444,17 +453,17 @@ static int t_get(void *dest, const void *remote, size_t n, int pe, int nbi)
     }
     for (size_t i = 0; !dev && i < nparts && rc == MPI_SUCCESS; i++) {
         size_t c = n - i * CHUNK < CHUNK ? n - i * CHUNK : CHUNK;
-        rc = MPI_Irecv((char *)dest + i * CHUNK, (int)c, MPI_BYTE, pe, (int)h.reply_tag, pcomm,
-                       &req[i]);
+        USHMEMI_MPI_LOCKED(rc, MPI_Irecv((char *)dest + i * CHUNK, (int)c, MPI_BYTE, pe,
+                                         (int)h.reply_tag, pcomm, &req[i]));
     }
     stamp(&h);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
+        rc = ushmemi_mpi_send(&h, (int)sizeof h, pe, TAG_REQ, pcomm);
     if (rc == MPI_SUCCESS && !dev)
-        rc = MPI_Waitall((int)nparts, req, MPI_STATUSES_IGNORE);
+        rc = ushmemi_mpi_waitall((int)nparts, req);
     for (size_t i = 0; dev && i < nparts && rc == MPI_SUCCESS; i++) {
         size_t c = n - i * CHUNK < CHUNK ? n - i * CHUNK : CHUNK;
-        rc = MPI_Recv(stage, (int)c, MPI_BYTE, pe, (int)h.reply_tag, pcomm, MPI_STATUS_IGNORE);
+        rc = ushmemi_mpi_recv(stage, (int)c, pe, (int)h.reply_tag, pcomm, MPI_STATUS_IGNORE);
         if (rc == MPI_SUCCESS)
             CORE.local_copy((char *)dest + i * CHUNK, stage, c, CALL);
     }
@@ -498,10 +507,14 @@ static int t_amo_start(ushmemi_amo_desc_t *d, void **handle)
     h.cond = d->cond;
     h.reply_tag = (uint32_t)new_tag();
     stamp(&h);
-    int rc = MPI_Irecv(&a->result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &a->req);
-    if (rc == MPI_SUCCESS && (rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, d->pe, TAG_REQ, pcomm))) {
+    int rc;
+    USHMEMI_MPI_LOCKED(rc,
+                       MPI_Irecv(&a->result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &a->req));
+    if (rc == MPI_SUCCESS && (rc = ushmemi_mpi_send(&h, (int)sizeof h, d->pe, TAG_REQ, pcomm))) {
+        ushmemi_mpi_lock();
         MPI_Cancel(&a->req);
-        MPI_Wait(&a->req, MPI_STATUS_IGNORE);
+        ushmemi_mpi_unlock();
+        ushmemi_mpi_wait(&a->req, MPI_STATUS_IGNORE);
     }
     if (rc != MPI_SUCCESS) {
         free(a);
@@ -514,7 +527,8 @@ static int t_amo_start(ushmemi_amo_desc_t *d, void **handle)
 static int t_amo_test(void *handle, uint64_t *result)
 {
     amo_op_t *a = handle;
-    int flag = 0, rc = MPI_Test(&a->req, &flag, MPI_STATUS_IGNORE);
+    int flag = 0, rc;
+    USHMEMI_MPI_LOCKED(rc, MPI_Test(&a->req, &flag, MPI_STATUS_IGNORE));
     if (rc != MPI_SUCCESS)
         return fail("atomic through the proxy", rc);
     if (!flag)
@@ -531,7 +545,7 @@ static int t_amo(ushmemi_amo_desc_t *d)
     if (rc || !handle)
         return rc;
     amo_op_t *a = handle;
-    rc = MPI_Wait(&a->req, MPI_STATUS_IGNORE);
+    rc = ushmemi_mpi_wait(&a->req, MPI_STATUS_IGNORE);
     d->result = a->size == 4 ? (uint32_t)a->result : a->result;
     free(a);
     return rc == MPI_SUCCESS ? 0 : fail("atomic through the proxy", rc);
@@ -569,14 +583,15 @@ static int quiet_locked(void)
         if (!atomic_exchange_explicit(&dirty[pe], 0, memory_order_acq_rel))
             continue;
         h.reply_tag = (uint32_t)new_tag();
-        rc = MPI_Irecv(NULL, 0, MPI_BYTE, pe, (int)h.reply_tag, pcomm, &req[nreq]);
+        USHMEMI_MPI_LOCKED(rc,
+                           MPI_Irecv(NULL, 0, MPI_BYTE, pe, (int)h.reply_tag, pcomm, &req[nreq]));
         if (rc == MPI_SUCCESS) {
             nreq++;
             stamp(&h);
-            rc = MPI_Send(&h, (int)sizeof h, MPI_BYTE, pe, TAG_REQ, pcomm);
+            rc = ushmemi_mpi_send(&h, (int)sizeof h, pe, TAG_REQ, pcomm);
         }
     }
-    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    int wrc = ushmemi_mpi_waitall(nreq, req);
     free(req);
     if (rc == MPI_SUCCESS)
         rc = wrc;
@@ -638,8 +653,11 @@ static void t_detach(void)
     if (pcomm != MPI_COMM_NULL) {
         int finalized = 0;
         MPI_Finalized(&finalized);
-        if (!finalized)
+        if (!finalized) {
+            ushmemi_mpi_lock();
             MPI_Comm_free(&pcomm);
+            ushmemi_mpi_unlock();
+        }
         pcomm = MPI_COMM_NULL;
     }
     attached = 0;
@@ -658,7 +676,7 @@ static int t_attach(void)
              level);
         return USHMEM_EUNSUPPORTED;
     }
-    rc = MPI_Comm_dup(ushmemi_mpi_comm, &pcomm);
+    USHMEMI_MPI_LOCKED(rc, MPI_Comm_dup(ushmemi_mpi_comm, &pcomm));
     if (rc != MPI_SUCCESS)
         return fail("MPI_Comm_dup for the proxy", rc);
     MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
