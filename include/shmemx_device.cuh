@@ -688,19 +688,25 @@ SHMEMX_DEV_FN void ushmemi_dev_small_store(char *r, size_t n, const uint64_t v[2
     if (n > 8)
         ((uint64_t *)r)[1] = v[1];
 }
+/* Before the route, for a payload that qualifies: rank 0 loads it into v
+ * after the group's stores to src. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_small_first(G g, const void *src, size_t n, uint64_t v[2])
+{
+    g.sync(); /* the group's stores to src first */
+    if (g.rank() == 0)
+        ushmemi_dev_small_load(src, n, v);
+}
 
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                    size_t n, int pe, bool nbi, const char *call)
 {
     int w;
-    const bool small = ushmemi_dev_small(dest, src, n);
     uint64_t v[2] = {0, 0};
-    if (small) {
-        g.sync(); /* the group's stores to src first */
-        if (g.rank() == 0)
-            ushmemi_dev_small_load(src, n, v);
-    }
+    const bool small = ushmemi_dev_small(dest, src, n);
+    if (small)
+        ushmemi_dev_small_first(g, src, n, v);
     char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
     if (!r) {
         ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
@@ -903,13 +909,10 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
                                           const char *call)
 {
     int w;
-    const bool small = ushmemi_dev_small(dest, source, nbytes); /* see ushmemi_dev_small */
     uint64_t v[2] = {0, 0};
-    if (small) {
-        g.sync();
-        if (g.rank() == 0)
-            ushmemi_dev_small_load(source, nbytes, v);
-    }
+    const bool small = ushmemi_dev_small(dest, source, nbytes); /* see ushmemi_dev_small */
+    if (small)
+        ushmemi_dev_small_first(g, source, nbytes, v);
     char *r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
     if (!r) { /* one request: the proxy applies the signal after the data */
         if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)

@@ -38,10 +38,9 @@ static int mb_allgather(const void *in, void *out, size_t len)
     if (rc)
         return rc;
     MPI_Request req;
-    USHMEMI_MPI_LOCKED(rc, MPI_Iallgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
-                                          ushmemi_mpi_comm, &req));
-    if (rc == MPI_SUCCESS)
-        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
+    USHMEMI_MPI_COMPLETED(
+        rc, req, MPI_STATUS_IGNORE,
+        MPI_Iallgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE, ushmemi_mpi_comm, &req));
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Allgather", rc);
 }
 
@@ -51,9 +50,8 @@ static int mb_bcast(void *buf, size_t len, int root)
     if (rc)
         return rc;
     MPI_Request req;
-    USHMEMI_MPI_LOCKED(rc, MPI_Ibcast(buf, (int)len, MPI_BYTE, root, ushmemi_mpi_comm, &req));
-    if (rc == MPI_SUCCESS)
-        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
+    USHMEMI_MPI_COMPLETED(rc, req, MPI_STATUS_IGNORE,
+                          MPI_Ibcast(buf, (int)len, MPI_BYTE, root, ushmemi_mpi_comm, &req));
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Bcast", rc);
 }
 
@@ -61,9 +59,7 @@ static int mb_barrier(void)
 {
     MPI_Request req;
     int rc;
-    USHMEMI_MPI_LOCKED(rc, MPI_Ibarrier(ushmemi_mpi_comm, &req));
-    if (rc == MPI_SUCCESS)
-        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
+    USHMEMI_MPI_COMPLETED(rc, req, MPI_STATUS_IGNORE, MPI_Ibarrier(ushmemi_mpi_comm, &req));
     return rc == MPI_SUCCESS ? 0 : ushmemi_mpi_fail("bootstrap", "MPI_Barrier", rc);
 }
 

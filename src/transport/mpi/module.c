@@ -103,20 +103,29 @@ int ushmemi_mpi_waitall(int n, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
+void ushmemi_mpi_cancel(MPI_Request *req)
+{
+    ushmemi_mpi_lock();
+    MPI_Cancel(req);
+    ushmemi_mpi_unlock();
+    ushmemi_mpi_wait(req, MPI_STATUS_IGNORE);
+}
+
 int ushmemi_mpi_send(const void *buf, int n, int pe, int tag, MPI_Comm comm)
 {
     MPI_Request req;
     int rc;
-    USHMEMI_MPI_LOCKED(rc, MPI_Isend(buf, n, MPI_BYTE, pe, tag, comm, &req));
-    return rc == MPI_SUCCESS ? ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE) : rc;
+    USHMEMI_MPI_COMPLETED(rc, req, MPI_STATUS_IGNORE,
+                          MPI_Isend(buf, n, MPI_BYTE, pe, tag, comm, &req));
+    return rc;
 }
 
 int ushmemi_mpi_recv(void *buf, int n, int pe, int tag, MPI_Comm comm, MPI_Status *st)
 {
     MPI_Request req;
     int rc;
-    USHMEMI_MPI_LOCKED(rc, MPI_Irecv(buf, n, MPI_BYTE, pe, tag, comm, &req));
-    return rc == MPI_SUCCESS ? ushmemi_mpi_wait(&req, st) : rc;
+    USHMEMI_MPI_COMPLETED(rc, req, st, MPI_Irecv(buf, n, MPI_BYTE, pe, tag, comm, &req));
+    return rc;
 }
 
 int ushmemi_mpi_comm_setup(int my_pe, int n_pes, const char *call)

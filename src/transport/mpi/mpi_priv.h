@@ -67,6 +67,16 @@ int ushmemi_mpi_trylock(void);
  * MPI_STATUS_IGNORE). The MPI return code. */
 int ushmemi_mpi_wait(MPI_Request *req, MPI_Status *st);
 int ushmemi_mpi_waitall(int n, MPI_Request *req);
+/* A blocking call as its nonblocking form: rc = icall (which starts req)
+ * under the lock, then, if it started, req completed by ushmemi_mpi_wait. */
+#define USHMEMI_MPI_COMPLETED(rc, req, st, icall)                                                  \
+    do {                                                                                           \
+        USHMEMI_MPI_LOCKED(rc, icall);                                                             \
+        if ((rc) == MPI_SUCCESS)                                                                   \
+            (rc) = ushmemi_mpi_wait(&(req), st);                                                   \
+    } while (0)
+/* Cancels req (a receive nobody will answer) and completes it. */
+void ushmemi_mpi_cancel(MPI_Request *req);
 /* Blocking byte send and receive on comm, completed the same way. */
 int ushmemi_mpi_send(const void *buf, int n, int pe, int tag, MPI_Comm comm);
 int ushmemi_mpi_recv(void *buf, int n, int pe, int tag, MPI_Comm comm, MPI_Status *st);

@@ -183,10 +183,9 @@ static int t_attach(void)
     if (!all)
         return USHMEM_ENOMEM;
     MPI_Request req;
-    USHMEMI_MPI_LOCKED(rc, MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
-                                          MPI_UNSIGNED_LONG_LONG, ushmemi_mpi_comm, &req));
-    if (rc == MPI_SUCCESS)
-        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
+    USHMEMI_MPI_COMPLETED(rc, req, MPI_STATUS_IGNORE,
+                          MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1,
+                                         MPI_UNSIGNED_LONG_LONG, ushmemi_mpi_comm, &req));
     if (rc != MPI_SUCCESS) {
         free(all);
         return ushmemi_mpi_fail(call, "MPI_Allgather", rc);
@@ -242,10 +241,9 @@ static int t_attach(void)
      * still carries messages: then the staged proxy moves the host memory
      * of other hosts too (src/transport/proxy). Every PE must decide alike. */
     int all_ok = 0;
-    USHMEMI_MPI_LOCKED(rc,
-                       MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ushmemi_mpi_comm, &req));
-    if (rc == MPI_SUCCESS)
-        rc = ushmemi_mpi_wait(&req, MPI_STATUS_IGNORE);
+    USHMEMI_MPI_COMPLETED(
+        rc, req, MPI_STATUS_IGNORE,
+        MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ushmemi_mpi_comm, &req));
     if (rc != MPI_SUCCESS) {
         MPI_Info_free(&info);
         t_detach();

@@ -317,10 +317,7 @@ static void *proxy_main(void *arg)
     release_held();
     while (nposted) {
         int i = order[ohead];
-        ushmemi_mpi_lock();
-        MPI_Cancel(&rreq[i]);
-        ushmemi_mpi_unlock();
-        ushmemi_mpi_wait(&rreq[i], MPI_STATUS_IGNORE);
+        ushmemi_mpi_cancel(&rreq[i]);
         ohead = (ohead + 1) % NRECV;
         nposted--;
     }
@@ -511,10 +508,7 @@ static int t_amo_start(ushmemi_amo_desc_t *d, void **handle)
     USHMEMI_MPI_LOCKED(rc,
                        MPI_Irecv(&a->result, 8, MPI_BYTE, d->pe, (int)h.reply_tag, pcomm, &a->req));
     if (rc == MPI_SUCCESS && (rc = ushmemi_mpi_send(&h, (int)sizeof h, d->pe, TAG_REQ, pcomm))) {
-        ushmemi_mpi_lock();
-        MPI_Cancel(&a->req);
-        ushmemi_mpi_unlock();
-        ushmemi_mpi_wait(&a->req, MPI_STATUS_IGNORE);
+        ushmemi_mpi_cancel(&a->req);
     }
     if (rc != MPI_SUCCESS) {
         free(a);
