@@ -76,6 +76,12 @@ static int t_reachable(int pe, ushmemi_mem_kind_t kind)
  * preempted lock holder stalls the PE's own traffic (measured, 2 PEs on 2
  * cores, put 8 B: 0.8 us alone, 36 us with an unconditional poke every 100
  * us). Needs MPI_THREAD_MULTIPLE (we ask for it when we initialize MPI). */
+/* While the PE makes MPI calls of its own the thread wakes less often, its
+ * naps doubling up to this many times USHMEM_MPI_PROGRESS: each wake-up
+ * takes the CPU from the application where they share one (mpirun binds 2
+ * ranks to a core each). A PE that stops calling MPI is poked again within
+ * that longest nap. */
+#define PROGRESS_BACKOFF 16
 static pthread_t prog_thread;
 static int prog_started;
 static _Atomic int prog_run;
@@ -85,16 +91,21 @@ static _Atomic unsigned long activity; /* MPI calls of the data path, for the th
 static void *progress_main(void *arg)
 {
     (void)arg;
-    long us = ENV.mpi_progress;
-    struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+    long us = ENV.mpi_progress, nap = us;
     unsigned long seen = atomic_load_explicit(&activity, memory_order_relaxed);
     while (atomic_load_explicit(&prog_run, memory_order_acquire)) {
+        struct timespec ts = {nap / 1000000, nap % 1000000 * 1000};
         nanosleep(&ts, NULL);
         unsigned long now = atomic_load_explicit(&activity, memory_order_relaxed);
-        if (now == seen && ushmemi_mpi_trylock()) { /* the PE is not in MPI: poke it */
-            int flag;
-            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ushmemi_mpi_comm, &flag, MPI_STATUS_IGNORE);
-            ushmemi_mpi_unlock();
+        if (now != seen) { /* the PE drives MPI itself: look less often */
+            nap = nap * 2 < us * PROGRESS_BACKOFF ? nap * 2 : us * PROGRESS_BACKOFF;
+        } else {
+            nap = us;
+            if (ushmemi_mpi_trylock()) { /* the PE is not in MPI: poke it */
+                int flag;
+                MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ushmemi_mpi_comm, &flag, MPI_STATUS_IGNORE);
+                ushmemi_mpi_unlock();
+            }
         }
         seen = now;
     }

@@ -75,7 +75,7 @@ typedef struct {
 #define CORE (*ushmemi_mpi_core)
 
 static MPI_Comm pcomm = MPI_COMM_NULL;
-static int have_comm, attached;
+static int have_comm, attached, serving; /* serving: the receiver runs */
 static const char *mode = "staged";
 static _Atomic unsigned next_tag;
 static _Atomic unsigned char *dirty; /* [n_pes]: puts in flight since the last quiet */
@@ -657,6 +657,18 @@ static void t_detach(void)
     attached = 0;
 }
 
+/* Whether any request can come to this PE: peers reach its device heap
+ * through the proxy, and its host memory only where the MPI made no windows
+ * (or USHMEM_PROXY_HOST). Where neither, no receiver thread: on a host-only
+ * job it would poll MPI for nothing and, on a PE bound to one core, take
+ * that core from the application (2 PEs over MPI bound to a core each:
+ * 8-byte put 4.3 us with it, see docs/mpi.md). */
+static int receives_something(void)
+{
+    return G.cuda_active || G.seg[USHMEMI_SEG_DEVHEAP].size || ENV.proxy_host ||
+           ushmemi_mpi_no_rma();
+}
+
 /* Collective (the communicator). */
 static int t_attach(void)
 {
@@ -682,10 +694,11 @@ static int t_attach(void)
         rc = (gbuf[i] = CORE.bounce_alloc(CHUNK)) ? 0 : USHMEM_ENOMEM;
     ohead = nposted = nheld = 0;
     trace = (ushmemi_trace_t){.on = ENV.proxy_trace, .who = "proxy thread"};
-    for (int i = 0; i < NRECV && !rc; i++)
+    serving = receives_something();
+    for (int i = 0; i < NRECV && !rc && serving; i++)
         if ((rc = post(i)) != MPI_SUCCESS)
             rc = fail("posting the proxy's receives", rc);
-    if (!rc) {
+    if (!rc && serving) {
         sigset_t all, old;
         ushmemi_helper_thread_mask(&all, ENV.hang_stacks);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -702,7 +715,11 @@ static int t_attach(void)
         return rc;
     }
     attached = 1;
-    MDEBUG(call, "proxy: %s; %d receives of %zu KiB posted", mode, NRECV, CHUNK >> 10);
+    if (serving)
+        MDEBUG(call, "proxy: %s; %d receives of %zu KiB posted", mode, NRECV, CHUNK >> 10);
+    else
+        MDEBUG(call, "proxy: %s; no receiver (no device heap here, host memory through windows)",
+               mode);
     return 0;
 }
 
