@@ -5,6 +5,7 @@
 # init(device=0), and torchrun with init_with_torch + LOCAL_RANK), then the
 # CUDA example.   python/gpu_check.sh [OUTDIR]   (logs there; prints a summary)
 # env: BUILD_ONLY=1 (build the extension and the torch backend, run nothing),
+#      MODES=nomps (skip the torch backend's legs under a private MPS daemon),
 #      USHMEM_GPU_BUILD (build folder), USHMEM_CACHE_DIR (the torch backend's build)
 set -u
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,6 +76,21 @@ USHMEM_TEST_DEVICE=0 leg cuda-raw-2 -l ushrun -n 2 -t 120 -i raw -c "pytest -q -
 leg cuda-torchrun-2 -l torchrun -n 2 -i torch -t 90 -c "pytest -q -ra tests/test_cuda.py tests/test_collective.py"
 leg symm-torchrun-2 -l torchrun -n 2 -i torch -t 300 -c "pytest -q -ra tests/test_torch_symm_mem.py tests/test_local_blocks.py"
 leg symm-torchrun-4 -l torchrun -n 4 -i torch -t 300 -c "pytest -q -ra tests/test_torch_symm_mem.py"
+# The same under a private MPS daemon (MODES="nomps" skips these legs): torch's own kernels
+# (one/two-shot all-reduce) spin on signal pads, which only MPS makes cheap.
+if [ "${MODES:-nomps mps}" != nomps ]; then
+  . "$root/bench/cuda/common.sh"
+  trap mps_quit EXIT
+  for n in 2 4; do
+    if mps_start symm-check; then
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / n)) \
+        leg symm-mps-$n -l torchrun -n $n -i torch -t 300 -c "pytest -q -ra tests/test_torch_symm_mem.py"
+      mps_quit
+    else
+      echo "symm-mps-$n: no MPS daemon"
+    fi
+  done
+fi
 # The seed suite (tests/seed): its buffers and tensors on the device heap here.
 leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "pytest -q -ra --confcutdir=tests/seed tests/seed"
 leg example-2 -l ushrun -n 2 -t 45 -c "python $root/examples/python/ring_torch_cuda.py"
