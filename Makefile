@@ -3,12 +3,13 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_TSAN ?= build-tsan
+BUILD_REL  ?= build-release
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST       = ctest --output-on-failure -j $(JOBS) --timeout 180
 
 .PHONY: all build deps demo check check-unit check-python check-asan check-tsan check-format \
-        check-gen format gen bench bench-compare bench-mpi bench-noise install clean
+        check-gen check-release format gen bench bench-compare bench-mpi bench-noise install clean
 
 all: build
 
@@ -27,7 +28,8 @@ demo:
 
 check:
 	@scripts/deps.sh check
-	@$(MAKE) --no-print-directory check-gen check-format check-unit check-python check-asan check-tsan
+	@$(MAKE) --no-print-directory check-gen check-format check-release check-unit check-python \
+	  check-asan check-tsan
 	@echo "ushmem: all checks passed"
 
 check-unit: build
@@ -41,6 +43,11 @@ check-asan:
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -E '^sh/|launcher|^device/'
+
+# The installed products at -O3 (warnings are errors; inlining finds some -O2 does not).
+check-release:
+	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD_REL) -j $(JOBS) --target ushmem_products
 
 check-tsan:
 	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=thread >/dev/null

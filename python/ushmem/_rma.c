@@ -204,8 +204,8 @@ static PyObject *py_putmem_signal_on_stream(PyObject *self, PyObject *const *arg
 static PyObject *py_signal_fetch(PyObject *self, PyObject *arg)
 {
     (void)self;
-    uint64_t *sig;
-    int dev;
+    uint64_t *sig = NULL;
+    int dev = 0;
     if (require_init("signal_fetch") || resolve_sig(arg, &sig, &dev, -1, "signal_fetch"))
         return NULL;
     uint64_t v;

@@ -114,7 +114,7 @@ static void load(void)
             dup |= !strcmp(dirs[i], dirs[j]);
         if (dup)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dirs[i], USHMEMI_MPI_FILE_NAME);
+        snprintf(path, sizeof path, "%.*s/%s", PATH_MAX - 1, dirs[i], USHMEMI_MPI_FILE_NAME);
         if (try_open(path, &used) <= 0)
             return;
     }
