@@ -44,10 +44,14 @@ check-asan:
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) -E '^sh/|launcher|^device/'
 
-# The installed products at -O3 (warnings are errors; inlining finds some -O2 does not).
+# The installed products at -O3 (warnings are errors; inlining finds some -O2 does not),
+# and with clang where it is installed (users build with either).
 check-release:
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD_REL) -j $(JOBS) --target ushmem_products
+	@if command -v clang >/dev/null; then \
+	  CC=clang cmake -S . -B $(BUILD_REL)-clang -DCMAKE_BUILD_TYPE=Release >/dev/null && \
+	  cmake --build $(BUILD_REL)-clang -j $(JOBS) --target ushmem_products; fi
 
 check-tsan:
 	@cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DUSHMEM_SANITIZE=thread >/dev/null

@@ -60,7 +60,7 @@ static struct {
     char *bounce;         /* BOUNCE bytes of pinned memory */
     pthread_t thread;
     int started;
-    _Atomic int run;
+    int run; /* __atomic builtins */
     inflight_t inflight[INFLIGHT];
     int ninflight;
     ushmemi_trace_t trace;

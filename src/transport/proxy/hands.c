@@ -30,7 +30,7 @@ void ushmemi_proxy_local_copy(void *dst, const void *src, size_t n, const char *
  * stream of puts pipelines with MPI and costs no synchronization each. A
  * write into host memory waits for the enqueued ones first (pending), so
  * one PE's requests still land in the order they came. */
-static _Atomic int pending;
+static int pending; /* __atomic builtins */
 
 static void settle(const char *call)
 {
