@@ -15,17 +15,10 @@
 #include "core/core.h"
 #include "core/prims.h"
 #include "core/team.h"
+#include "core/relax.h"
 #include "sync/sigfmt.h"
 #include "sync/stacks.h"
 #include "transport/transport.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 /* The wait policy (one for every wait in the library; docs/waits.md has the
  * measurements behind it):
@@ -505,7 +498,7 @@ static void wait_slow(ushmemi_waiter_t *w)
         publish(w);
     if (tw.phase == PH_SPIN) {
         if (++tw.polls % CLOCK_POLLS) {
-            cpu_relax();
+            ushmemi_cpu_relax();
             return;
         }
         atomic_fetch_add_explicit(&stats.polls, CLOCK_POLLS, memory_order_relaxed);
@@ -543,7 +536,7 @@ static void wait_slow(ushmemi_waiter_t *w)
                 return;
             }
         }
-        cpu_relax();
+        ushmemi_cpu_relax();
         return;
     case PH_YIELD:
         atomic_fetch_add_explicit(&stats.yields, 1, memory_order_relaxed);
@@ -587,7 +580,7 @@ void ushmemi_wait_poll(ushmemi_waiter_t *w)
          * on the flag and pays a pipeline flush when the line arrives
          * (measured: ping-pong 48 ns with, 72 ns without). */
         w->spins++;
-        cpu_relax();
+        ushmemi_cpu_relax();
         return;
     }
     wait_slow(w);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/relax.h"
 #include "transport/mpi/mpi_priv.h"
 
 #define MODULE_API __attribute__((visibility("default")))
@@ -34,15 +35,6 @@ static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int mpi_lock_waiting;          /* threads in ushmemi_mpi_lock */
 static _Atomic unsigned long mpi_lock_grants; /* acquisitions so far */
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 void ushmemi_mpi_lock(void)
 {
     atomic_fetch_add_explicit(&mpi_lock_waiting, 1, memory_order_relaxed);
@@ -64,7 +56,7 @@ void ushmemi_mpi_unlock(void)
         if (i % 64 == 63)
             sched_yield();
         else
-            relax();
+            ushmemi_cpu_relax();
     }
 }
 
@@ -89,7 +81,7 @@ int ushmemi_mpi_wait(MPI_Request *req, MPI_Status *st)
         if (spins % 1024 == 1023)
             sched_yield();
         else
-            relax();
+            ushmemi_cpu_relax();
     }
 }
 

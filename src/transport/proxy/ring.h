@@ -22,6 +22,8 @@
 #include <sched.h>
 #include <time.h> /* clock_gettime, nanosleep: POSIX (the build defines _GNU_SOURCE) */
 
+#include "core/relax.h"
+
 /* Ring-local codes, equal to the USHMEM_E* codes of the same meaning
  * (core/internal.h, checked by the unit test) so callers can pass them on;
  * the header stays free of the core's headers for the CUDA build. */
@@ -145,9 +147,7 @@ static inline void ushmemi_ring_backoff(unsigned *spins)
 {
     unsigned n = (*spins)++;
     if (n < 32) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        ushmemi_cpu_relax();
     } else if (n < 256) {
         sched_yield();
     } else {
