@@ -1241,6 +1241,11 @@ static PyObject *raw_result(void *p, size_t n, const char *fn)
         if (n == 0)
             Py_RETURN_NONE;
         char why[600];
+        if (upy_lib_error[0] && !strstr(upy_lib_error, "exhausted")) { /* bad alignment etc. */
+            upy_err(ERR_INVALID, "%s: cannot allocate %zu symmetric bytes%s", fn, n,
+                    upy_lib_reason(why, sizeof why));
+            return NULL;
+        }
         upy_err(ERR_NOMEM,
                 "%s: cannot allocate %zu symmetric bytes: the %s is exhausted (raise %s)%s", fn, n,
                 upy_g.dev >= 0 ? "device symmetric heap" : "symmetric heap",

@@ -13,6 +13,11 @@
 static ushmemi_alloc_t *dev_arena;
 static char *dev_base;
 static size_t dev_size;
+/* The user part starts on this boundary (the lowest set bit of its address:
+ * 1 MiB past a 2 MiB-aligned device allocation, the same on every PE), so
+ * offsets aligned to it are aligned addresses everywhere; shmem_align refuses
+ * more on the device heap. */
+static size_t dev_align_max;
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int ushmemi_devheap_init(char *arena, size_t size, const char *call)
@@ -30,6 +35,10 @@ int ushmemi_devheap_init(char *arena, size_t size, const char *call)
     }
     dev_base = arena;
     dev_size = size;
+    uintptr_t a = (uintptr_t)arena;
+    dev_align_max = (size_t)(a & -a);
+    if (dev_align_max > ((size_t)1 << 30))
+        dev_align_max = (size_t)1 << 30;
     return 0;
 }
 
@@ -41,6 +50,7 @@ void ushmemi_devheap_fini(void)
     ushmemi_local_fini(USHMEMI_LOCAL_DEVICE);
     dev_base = NULL;
     dev_size = 0;
+    dev_align_max = 0;
 }
 
 static void dev_clear(void *p, size_t n, const char *call)
@@ -63,6 +73,14 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
         ushmemi_sync_world();
         return NULL;
     }
+    if (align > dev_align_max) {
+        ushmemi_sync_world();
+        ushmemi_error(call,
+                      "alignment %zu is above the device heap's %zu (the boundary its user part "
+                      "starts on)",
+                      align, dev_align_max);
+        return NULL;
+    }
     pthread_mutex_lock(&dev_lock);
     int rc = ushmemi_alloc_alloc(dev_arena, size, align, &off);
     pthread_mutex_unlock(&dev_lock);
@@ -72,13 +90,13 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
     ushmemi_sync_world();
     if (rc) {
         if (rc == USHMEM_ENOMEM)
-            ushmemi_debug(call,
+            ushmemi_error(call,
                           "device heap exhausted: %zu bytes requested, largest free block "
                           "%zu of %zu free (raise USHMEM_DEVICE_HEAP_SIZE)",
                           size, ushmemi_alloc_largest_free(dev_arena),
                           ushmemi_alloc_bytes_free(dev_arena));
         else
-            ushmemi_debug(call, "invalid request: size %zu, alignment %zu", size, align);
+            ushmemi_error(call, "invalid request: size %zu, alignment %zu", size, align);
         return NULL;
     }
     return dev_base + off;
@@ -124,8 +142,15 @@ void *ushmemi_devheap_realloc(void *ptr, size_t size, const char *call)
     }
     pthread_mutex_unlock(&dev_lock);
     ushmemi_sync_world();
-    if (rc) {
-        ushmemi_debug(call, "cannot resize %p to %zu bytes: %s", ptr, size, ushmemi_strerror(rc));
+    if (rc) { /* dev_offset said why ptr is none of ours */
+        if (rc == USHMEM_ENOMEM)
+            ushmemi_error(call,
+                          "cannot resize %p to %zu bytes: the device heap is exhausted (raise "
+                          "USHMEM_DEVICE_HEAP_SIZE)",
+                          ptr, size);
+        else if (rc != USHMEM_ENOTSYM && rc != USHMEM_ENOTFOUND)
+            ushmemi_error(call, "cannot resize %p to %zu bytes: %s", ptr, size,
+                          ushmemi_strerror(rc));
         return NULL;
     }
     return dev_base + new_off;

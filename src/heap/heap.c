@@ -202,12 +202,12 @@ static void *heap_alloc(size_t size, size_t align, const char *call)
     ushmemi_sync_world();
     if (rc) {
         if (rc == USHMEM_ENOMEM)
-            ushmemi_debug(call,
+            ushmemi_error(call,
                           "symmetric heap exhausted: %zu bytes requested, largest free block "
                           "%zu of %zu free (raise SHMEM_SYMMETRIC_SIZE)",
                           size, ushmemi_alloc_largest_free(arena), ushmemi_alloc_bytes_free(arena));
         else
-            ushmemi_debug(call, "invalid request: size %zu, alignment %zu", size, align);
+            ushmemi_error(call, "invalid request: size %zu, alignment %zu", size, align);
         return NULL;
     }
     return arena_base() + off;
@@ -268,7 +268,7 @@ USHMEMI_API void *shmem_calloc(size_t count, size_t size)
     if (count && size > SIZE_MAX / count) {
         USHMEMI_CHECK_INIT("shmem_calloc");
         ushmemi_sync_world();
-        ushmemi_debug("shmem_calloc", "count %zu x size %zu overflows", count, size);
+        ushmemi_error("shmem_calloc", "count %zu x size %zu overflows", count, size);
         return NULL;
     }
     if (DEVICE_DEFAULT())
@@ -287,7 +287,7 @@ USHMEMI_API void *shmem_align(size_t alignment, size_t size)
     if (alignment == 0 || (alignment & (alignment - 1)) || alignment > HEAP_ARENA_ALIGN) {
         USHMEMI_CHECK_INIT("shmem_align");
         ushmemi_sync_world();
-        ushmemi_debug("shmem_align", "alignment %zu must be a power of two no larger than %zu",
+        ushmemi_error("shmem_align", "alignment %zu must be a power of two no larger than %zu",
                       alignment, HEAP_ARENA_ALIGN);
         return NULL;
     }
@@ -356,8 +356,15 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     }
     pthread_mutex_unlock(&heap_lock);
     ushmemi_sync_world();
-    if (rc) {
-        ushmemi_debug(call, "cannot resize %p to %zu bytes: %s", ptr, size, ushmemi_strerror(rc));
+    if (rc) { /* heap_offset said why ptr is none of ours */
+        if (rc == USHMEM_ENOMEM)
+            ushmemi_error(call,
+                          "cannot resize %p to %zu bytes: the symmetric heap is exhausted (raise "
+                          "SHMEM_SYMMETRIC_SIZE)",
+                          ptr, size);
+        else if (rc != USHMEM_ENOTSYM && rc != USHMEM_ENOTFOUND)
+            ushmemi_error(call, "cannot resize %p to %zu bytes: %s", ptr, size,
+                          ushmemi_strerror(rc));
         return NULL;
     }
     return arena_base() + new_off;

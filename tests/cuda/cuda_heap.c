@@ -90,6 +90,20 @@ int main(void)
         shmem_barrier_all();
     }
 
+    /* ---- shmem_align on the device heap: up to the user part's boundary (1 MiB past the
+     * 2 MiB-aligned allocation); above it refused (NULL and a line), never misaligned ---- */
+    for (size_t a = 256; a <= ((size_t)1 << 20); a <<= 2) {
+        char *al = shmem_align(a, 100);
+        CHECK(al && tcu_is_device(al), "shmem_align(%zu) on the device heap", a);
+        CHECK((uintptr_t)al % a == 0, "shmem_align(%zu) gave %p", a, (void *)al);
+        shmem_free(al);
+    }
+    for (size_t a = (size_t)2 << 20; a <= ((size_t)1 << 30); a <<= 4) { /* honoured or NULL */
+        char *al = shmem_align(a, 100);
+        CHECK(!al || (uintptr_t)al % a == 0, "shmem_align(%zu) gave %p", a, (void *)al);
+        shmem_free(al);
+    }
+
     /* ---- p/g and strided on device memory ---- */
     long *dl = shmem_calloc(64, sizeof(long));
     long *zero = tcu_to_host(dl, 64 * sizeof(long));

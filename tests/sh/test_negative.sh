@@ -11,6 +11,7 @@ export SHMEM_SYMMETRIC_SIZE=16M
 
 cat > "$tmp/neg.c" <<'C'
 #include <shmem.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,37 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 collective:
-    if (!strcmp(c, "free_stack")) {
+    if (!strcmp(c, "malloc_huge") || !strcmp(c, "align_bad") || !strcmp(c, "align_huge") ||
+        !strcmp(c, "calloc_overflow") || !strcmp(c, "realloc_huge")) {
+        /* every PE makes the call (collective): NULL and a line, then the heap works */
+        void *q = c[0] == 'm'   ? shmem_malloc((size_t)1 << 40)
+                  : c[6] == 'b' ? shmem_align(3, 64)
+                  : c[0] == 'a' ? shmem_align((size_t)1 << 31, 64)
+                  : c[0] == 'c' ? shmem_calloc(SIZE_MAX / 2, 4)
+                                : NULL;
+        int *keep = shmem_malloc(64 * sizeof(int));
+        for (int i = 0; i < 64; i++)
+            keep[i] = me * 1000 + i;
+        if (c[0] == 'r') /* a failed realloc leaves the block as it was */
+            q = shmem_realloc(keep, (size_t)1 << 40);
+        if (q || !keep) {
+            printf("PE %d: the bad allocation returned %p\n", me, q);
+            return 1;
+        }
+        printf("PE %d continued\n", me);
+        shmem_barrier_all();
+        int got[64];
+        shmem_int_get(got, keep, 64, (me + 1) % np);
+        for (int i = 0; i < 64; i++)
+            if (got[i] != ((me + 1) % np) * 1000 + i) {
+                printf("PE %d: heap broken after the failed allocation (got[%d] = %d)\n", me, i,
+                       got[i]);
+                return 1;
+            }
+        shmem_barrier_all();
+        shmem_free(keep);
+        printf("PE %d heap ok\n", me);
+    } else if (!strcmp(c, "free_stack")) {
         shmem_free(&stack_int);
         printf("PE %d continued\n", me);
     } else if (!strcmp(c, "double_free")) {
@@ -190,4 +221,10 @@ fatal signal_wait_unreadable "^ushmem: PE 1: shmem_signal_wait_until: sig_addr $
 fatal before_init          "^ushmem: PE [01]: shmem_int_put: .*not initialized"
 reported free_stack        "shmem_free: $addr is not on the symmetric heap"
 reported double_free       "shmem_free: $addr is not a live symmetric allocation" "heap ok"
+# failed symmetric allocations: NULL on every PE, one line each, the heap goes on working
+reported malloc_huge       "shmem_malloc: symmetric heap exhausted: 1099511627776 bytes requested, largest free block [0-9]+ of [0-9]+ free \(raise SHMEM_SYMMETRIC_SIZE\)" "heap ok"
+reported align_bad         "shmem_align: alignment 3 must be a power of two no larger than 1073741824" "heap ok"
+reported align_huge        "shmem_align: alignment 2147483648 must be a power of two no larger than 1073741824" "heap ok"
+reported calloc_overflow   "shmem_calloc: count [0-9]+ x size 4 overflows" "heap ok"
+reported realloc_huge      "shmem_realloc: cannot resize $addr to 1099511627776 bytes: the symmetric heap is exhausted \(raise SHMEM_SYMMETRIC_SIZE\)" "heap ok"
 exit $fail
