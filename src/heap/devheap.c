@@ -19,6 +19,7 @@ static size_t dev_size;
  * more on the device heap. */
 static size_t dev_align_max;
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+#define DEV_HEAP "device heap", "USHMEM_DEVICE_HEAP_SIZE" /* for the failure lines */
 
 int ushmemi_devheap_init(char *arena, size_t size, const char *call)
 {
@@ -89,14 +90,7 @@ void *ushmemi_devheap_alloc(size_t size, size_t align, int zero, const char *cal
     /* Nobody may touch a peer's block before the peer has it (and cleared it). */
     ushmemi_sync_world();
     if (rc) {
-        if (rc == USHMEM_ENOMEM)
-            ushmemi_error(call,
-                          "device heap exhausted: %zu bytes requested, largest free block "
-                          "%zu of %zu free (raise USHMEM_DEVICE_HEAP_SIZE)",
-                          size, ushmemi_alloc_largest_free(dev_arena),
-                          ushmemi_alloc_bytes_free(dev_arena));
-        else
-            ushmemi_error(call, "invalid request: size %zu, alignment %zu", size, align);
+        ushmemi_heap_alloc_failed(rc, dev_arena, size, align, DEV_HEAP, call);
         return NULL;
     }
     return dev_base + off;
@@ -142,15 +136,8 @@ void *ushmemi_devheap_realloc(void *ptr, size_t size, const char *call)
     }
     pthread_mutex_unlock(&dev_lock);
     ushmemi_sync_world();
-    if (rc) { /* dev_offset said why ptr is none of ours */
-        if (rc == USHMEM_ENOMEM)
-            ushmemi_error(call,
-                          "cannot resize %p to %zu bytes: the device heap is exhausted (raise "
-                          "USHMEM_DEVICE_HEAP_SIZE)",
-                          ptr, size);
-        else if (rc != USHMEM_ENOTSYM && rc != USHMEM_ENOTFOUND)
-            ushmemi_error(call, "cannot resize %p to %zu bytes: %s", ptr, size,
-                          ushmemi_strerror(rc));
+    if (rc) {
+        ushmemi_heap_resize_failed(rc, ptr, size, DEV_HEAP, call);
         return NULL;
     }
     return dev_base + new_off;

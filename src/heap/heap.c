@@ -20,6 +20,7 @@ static ushmemi_alloc_t *arena;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define HEAP_MIN_ALIGN 64
+#define HOST_HEAP      "symmetric heap", "SHMEM_SYMMETRIC_SIZE" /* for the failure lines */
 /* The user arena starts on this boundary in every PE, so shmem_align can honour
  * any alignment up to it with the same offset everywhere. */
 #define HEAP_ARENA_ALIGN ((size_t)1 << 30)
@@ -201,16 +202,33 @@ static void *heap_alloc(size_t size, size_t align, const char *call)
     pthread_mutex_unlock(&heap_lock);
     ushmemi_sync_world();
     if (rc) {
-        if (rc == USHMEM_ENOMEM)
-            ushmemi_error(call,
-                          "symmetric heap exhausted: %zu bytes requested, largest free block "
-                          "%zu of %zu free (raise SHMEM_SYMMETRIC_SIZE)",
-                          size, ushmemi_alloc_largest_free(arena), ushmemi_alloc_bytes_free(arena));
-        else
-            ushmemi_error(call, "invalid request: size %zu, alignment %zu", size, align);
+        ushmemi_heap_alloc_failed(rc, arena, size, align, HOST_HEAP, call);
         return NULL;
     }
     return arena_base() + off;
+}
+
+void ushmemi_heap_alloc_failed(int rc, const ushmemi_alloc_t *a, size_t size, size_t align,
+                               const char *heap, const char *size_var, const char *call)
+{
+    if (rc == USHMEM_ENOMEM)
+        ushmemi_error(call,
+                      "%s exhausted: %zu bytes requested, largest free block %zu of %zu free "
+                      "(raise %s)",
+                      heap, size, ushmemi_alloc_largest_free(a), ushmemi_alloc_bytes_free(a),
+                      size_var);
+    else
+        ushmemi_error(call, "invalid request: size %zu, alignment %zu", size, align);
+}
+
+void ushmemi_heap_resize_failed(int rc, const void *ptr, size_t size, const char *heap,
+                                const char *size_var, const char *call)
+{
+    if (rc == USHMEM_ENOMEM)
+        ushmemi_error(call, "cannot resize %p to %zu bytes: the %s is exhausted (raise %s)", ptr,
+                      size, heap, size_var);
+    else if (rc != USHMEM_ENOTSYM && rc != USHMEM_ENOTFOUND) /* those: the offset check said why */
+        ushmemi_error(call, "cannot resize %p to %zu bytes: %s", ptr, size, ushmemi_strerror(rc));
 }
 
 /* Offset in an arena of a pointer an allocation returned, or report why it is
@@ -356,15 +374,8 @@ USHMEMI_API void *shmem_realloc(void *ptr, size_t size)
     }
     pthread_mutex_unlock(&heap_lock);
     ushmemi_sync_world();
-    if (rc) { /* heap_offset said why ptr is none of ours */
-        if (rc == USHMEM_ENOMEM)
-            ushmemi_error(call,
-                          "cannot resize %p to %zu bytes: the symmetric heap is exhausted (raise "
-                          "SHMEM_SYMMETRIC_SIZE)",
-                          ptr, size);
-        else if (rc != USHMEM_ENOTSYM && rc != USHMEM_ENOTFOUND)
-            ushmemi_error(call, "cannot resize %p to %zu bytes: %s", ptr, size,
-                          ushmemi_strerror(rc));
+    if (rc) {
+        ushmemi_heap_resize_failed(rc, ptr, size, HOST_HEAP, call);
         return NULL;
     }
     return arena_base() + new_off;
