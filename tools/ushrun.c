@@ -508,9 +508,28 @@ static const char *pes_word(int n)
     return n == 1 ? "PE" : "PEs";
 }
 
+/* PEs not yet ended: job.running less those that exited but are not reaped
+ * yet (peeked, left for the reaping loop). */
+static int count_alive(void)
+{
+    int n = 0;
+    for (int r = 0; r < job.started; r++) {
+        siginfo_t si;
+        if (!job.pes[r].running)
+            continue;
+        si.si_pid = 0;
+        if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid != 0)
+            continue;
+        n++;
+    }
+    return n;
+}
+
 static void report_failure(int rank, pid_t pid, int signaled, int code)
 {
     char what[96];
+    int alive = count_alive();
 
     if (signaled) {
         snprintf(what, sizeof(what), "killed by signal %d (%s)", code, strsignal(code));
@@ -519,9 +538,9 @@ static void report_failure(int rank, pid_t pid, int signaled, int code)
         snprintf(what, sizeof(what), "exited with status %d", code);
         job.result = code;
     }
-    if (job.running > 0)
+    if (alive > 0)
         fprintf(stderr, "ushrun: PE %d (pid %ld) %s; stopping the other %d %s\n", rank, (long)pid,
-                what, job.running, pes_word(job.running));
+                what, alive, pes_word(alive));
     else
         fprintf(stderr, "ushrun: PE %d (pid %ld) %s\n", rank, (long)pid, what);
     start_stopping(SIGTERM);
