@@ -123,8 +123,8 @@ class SDist(sdist):
 
 # The binding's files (ushmem/_ushmem.h says what each holds); python/CMakeLists.txt lists
 # the same.
-USHMEM_EXT_SOURCES = ["_ushmem.c", "_common.c", "_memory.c", "_lifetime.c", "_rma.c",
-                      "_teams.c", "_device.c", "_local.c", "_capi.c"]
+USHMEM_EXT_SOURCES = ["_ushmem.c", "_common.c", "_memory.c", "_symbuf.c", "_span.c",
+                      "_lifetime.c", "_rma.c", "_teams.c", "_device.c", "_local.c", "_capi.c"]
 
 srcs, objs = library()
 ver = version()

@@ -30,9 +30,9 @@ PyMODINIT_FUNC PyInit__ushmem(void)
     if (!m)
         return NULL;
     if (PyModule_AddStringConstant(m, "__version__", USHMEM_VERSION_STRING) < 0 ||
-        upy_common_add(m) < 0 || upy_memory_add(m) < 0 || upy_lifetime_add(m) < 0 ||
-        upy_rma_add(m) < 0 || upy_teams_add(m) < 0 || upy_device_add(m) < 0 ||
-        upy_local_add(m) < 0 || upy_capi_add(m) < 0)
+        upy_common_add(m) < 0 || upy_symbuf_add(m) < 0 || upy_memory_add(m) < 0 ||
+        upy_lifetime_add(m) < 0 || upy_rma_add(m) < 0 || upy_teams_add(m) < 0 ||
+        upy_device_add(m) < 0 || upy_local_add(m) < 0 || upy_capi_add(m) < 0)
         goto fail;
     if (add_int(m, "SIGNAL_SET", SHMEM_SIGNAL_SET) || add_int(m, "SIGNAL_ADD", SHMEM_SIGNAL_ADD) ||
         add_int(m, "CMP_EQ", SHMEM_CMP_EQ) || add_int(m, "CMP_NE", SHMEM_CMP_NE) ||

@@ -4,8 +4,10 @@
  *   _common.c    errors, the library state seen from Python, the calls in
  *                progress, CUDA driver queries, argument conversion, and the
  *                keyword-argument / statistics wrapper of public functions
- *   _memory.c    the table of live allocations, SymmetricBuffer, resolving
- *                and checking memory arguments, memory management
+ *   _memory.c    the table of live allocations, memory management
+ *   _symbuf.c    SymmetricBuffer: allocation, views, free, the buffer
+ *                protocol, the array interfaces and DLPack
+ *   _span.c      resolving and checking memory arguments
  *   _lifetime.c  init, finalize (and the heap kept for what outlives it), queries
  *   _rma.c       RMA, signals, ordering and synchronization, atomics
  *   _teams.c     teams and the collectives
@@ -287,9 +289,70 @@ PyObject *upy_kw_call(kwinfo_t *k, PyObject *m, PyObject *const *args, Py_ssize_
     }
 #define KW (METH_VARARGS | METH_KEYWORDS)
 
-/* ---- Memory (_memory.c) ---- */
+/* ---- The allocation table (_memory.c) ---- */
 
-typedef struct SymBuf SymBuf;
+/* ALLOC_LOCAL: a local block (malloc_local, _local.c), freed by this PE alone. */
+enum { ALLOC_BUFFER = 0, ALLOC_RAW = 1, ALLOC_COLLECTED = 2, ALLOC_LOCAL = 3 };
+
+typedef struct {
+    uintptr_t addr;
+    size_t size;
+    int kind;
+    int device;      /* -1 host heap, else the CUDA ordinal of the device heap */
+    PyObject *owner; /* weak reference to the owning SymmetricBuffer, or NULL */
+} alloc_t;
+
+/* Every live symmetric allocation made through ushmem, sorted by address. */
+extern alloc_t *upy_allocs;
+
+/* Indexes into upy_allocs, or -1: the allocation containing [a, a+n) (n may
+ * be 0), the one that starts at a, one overlapping a (for messages). */
+Py_ssize_t upy_alloc_find(uintptr_t a, size_t n);
+Py_ssize_t upy_alloc_exact(uintptr_t a);
+Py_ssize_t upy_alloc_near(uintptr_t a);
+/* 0, or -1 with an exception; owner: the SymmetricBuffer (a weak reference is kept). */
+int upy_alloc_add(void *p, size_t size, int kind, PyObject *owner, int device);
+void upy_alloc_remove(Py_ssize_t i);
+void upy_allocs_finalize(int me);
+/* Local blocks in the allocation table: add (0, or -1 with an exception);
+ * drop before freeing: 1 dropped, 0 not in the table, -1 a collective
+ * allocation (left alone). */
+int upy_alloc_add_local(void *p, size_t size, int device);
+int upy_alloc_drop_local(const void *p);
+
+/* SHMEM_DEBUG set (upy_debug_poison()): freed host symmetric memory is
+ * overwritten with POISON_BYTE. */
+#define POISON_BYTE 0xA5
+int upy_debug_poison(void);
+
+/* ---- SymmetricBuffer (_symbuf.c) ---- */
+
+typedef struct SymBuf {
+    PyObject_HEAD char *ptr; /* the memory this object exposes, as mapped in this process */
+    char *sym;               /* the symmetric address (this PE's copy) it names */
+    size_t nbytes;
+    struct SymBuf *owner; /* views: the owning buffer (strong reference), or NULL */
+    int owning;           /* made by create_buffer(): free() frees it */
+    int pe;               /* whose copy ptr points into */
+    int device;           /* -1: host memory, else CUDA ordinal */
+    int freed;            /* free() was called (a view: marked freed, nothing freed) */
+    unsigned long gen;    /* library generation it belongs to */
+    Py_ssize_t exports;   /* live buffer-protocol / DLPack exports */
+    PyObject *weakrefs;
+} SymBuf;
+
+extern PyTypeObject upy_SymBufType; /* ushmem.SymmetricBuffer */
+
+/* A new SymmetricBuffer over [ptr, ptr+nbytes) naming sym; owner: the buffer
+ * a view keeps alive (its root is kept), or NULL. */
+SymBuf *upy_symbuf_new(char *ptr, char *sym, size_t nbytes, SymBuf *owner, int owning, int pe,
+                       int device);
+/* 0 when b is usable, else -1 with ERR_FREED / ERR_STATE. */
+int upy_symbuf_check_alive(const SymBuf *b, const char *fn);
+/* SymmetricBuffer.free (METH_NOARGS). */
+PyObject *upy_symbuf_free(PyObject *self, PyObject *unused);
+
+/* ---- Memory arguments (_span.c) ---- */
 
 /* A memory argument, resolved. */
 typedef struct {
@@ -317,12 +380,6 @@ int upy_check_reach(int pe, const char *fn);
 int upy_check_sym_mapped(const span_t *s, int pe, const char *fn, const char *what);
 int upy_check_team_mapped(shmem_team_t t, const span_t *d, const span_t *s, int heaps,
                           const char *fn);
-void upy_allocs_finalize(int me);
-/* Local blocks in the allocation table: add (0, or -1 with an exception);
- * drop before freeing: 1 dropped, 0 not in the table, -1 a collective
- * allocation (left alone). */
-int upy_alloc_add_local(void *p, size_t size, int device);
-int upy_alloc_drop_local(const void *p);
 
 /* ---- Local blocks (_local.c) ---- */
 
@@ -344,6 +401,7 @@ void upy_destroy_package_teams(void);
 
 int upy_common_add(PyObject *m);
 int upy_memory_add(PyObject *m);
+int upy_symbuf_add(PyObject *m);
 int upy_lifetime_add(PyObject *m);
 int upy_rma_add(PyObject *m);
 int upy_teams_add(PyObject *m);
