@@ -37,7 +37,7 @@ int ushmemi_mpi_fail(const char *call, const char *what, int mpi_rc);
  * every MPI call that progresses (a test, a probe, a flush) progresses that
  * worker: two threads doing so at once can handle one incoming message
  * twice. Seen as a 4-byte put applied again after its target had reset the
- * word (tests/mpi/known_defects/flag_once.c, 4 PEs, 2000 rounds: about 1 run
+ * word (tests/mpi/mpi_flag_once.c, 4 PEs, 2000 rounds: about 1 run
  * in 7, none in 144 since this lock, none without the helper threads), with
  * ushmem's own threads (the application's, the proxy thread's MPI_Test, the
  * progress thread's MPI_Iprobe) as the two. So every MPI call ushmem makes
