@@ -688,13 +688,13 @@ static int t_attach(void)
     MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
     dirty = calloc((size_t)G.n_pes, 1);
     rc = dirty ? 0 : USHMEM_ENOMEM;
-    for (int i = 0; i < NRECV && !rc; i++)
+    serving = receives_something(); /* the receiver's buffers only where it runs */
+    for (int i = 0; i < NRECV && !rc && serving; i++)
         rc = (rbuf[i] = CORE.bounce_alloc(sizeof(hdr_t) + CHUNK)) ? 0 : USHMEM_ENOMEM;
-    for (int i = 0; i < 2 && !rc; i++)
+    for (int i = 0; i < 2 && !rc && serving; i++)
         rc = (gbuf[i] = CORE.bounce_alloc(CHUNK)) ? 0 : USHMEM_ENOMEM;
     ohead = nposted = nheld = 0;
     trace = (ushmemi_trace_t){.on = ENV.proxy_trace, .who = "proxy thread"};
-    serving = receives_something();
     for (int i = 0; i < NRECV && !rc && serving; i++)
         if ((rc = post(i)) != MPI_SUCCESS)
             rc = fail("posting the proxy's receives", rc);
