@@ -41,12 +41,12 @@ __device__ static uint64_t globaltimer_ns(void)
 }
 
 __global__ void k_contend(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, uint64_t *c64, uint32_t *c32,
-                          uint64_t *f64, uint32_t *f32, uint64_t seed)
+                          uint64_t *f64, uint32_t *f32, uint64_t seed, unsigned kper)
 {
     unsigned idx = blockIdx.x * blockDim.x + threadIdx.x;
-    uint64_t t0 = globaltimer_ns(), step = C_SPAN_NS / C_PER;
-    for (unsigned i = 0; i < C_PER; i++) {
-        unsigned j = idx * C_PER + i;
+    uint64_t t0 = globaltimer_ns(), step = C_SPAN_NS / kper;
+    for (unsigned i = 0; i < kper; i++) {
+        unsigned j = idx * kper + i;
         f64[j] = shmemx_dev_atomic_fetch_add(d, c64, (uint64_t)1, 0);
         f32[j] = shmemx_dev_atomic_fetch_inc(d, c32, 0);
         /* Sleep until a random point of step i (a clock, not a peer: no device wait). */
@@ -58,7 +58,8 @@ __global__ void k_contend(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, uint64_t *c
 
 /* values[total] must be 0..total-1, each once. */
 template <typename T>
-static void check_permutation(const T *values, size_t per_pe, int np, const char *what)
+static void check_permutation(const T *values, size_t per_pe, size_t kernel_pe, int np,
+                              const char *what)
 {
     size_t total = per_pe * (size_t)np;
     unsigned char *seen = (unsigned char *)calloc(total, 1);
@@ -67,7 +68,7 @@ static void check_permutation(const T *values, size_t per_pe, int np, const char
         unsigned long long v = (unsigned long long)values[k];
         int pe = (int)(k / per_pe);
         size_t i = k % per_pe;
-        const char *by = i < C_K ? "a kernel" : "the host";
+        const char *by = i < kernel_pe ? "a kernel" : "the host";
         DT_CHECK(v < total, "%s: PE %d's fetched value %zu (by %s) is %llu, not below %zu", what,
                  pe, i, by, v, total);
         DT_CHECK(!seen[v], "%s: value %llu fetched twice (the second time by PE %d, %s, #%zu)",
@@ -77,10 +78,14 @@ static void check_permutation(const T *values, size_t per_pe, int np, const char
     free(seen);
 }
 
-static void run_contention(const shmemx_dev_t &d, cudaStream_t s)
+/* slow: PEs on other hosts (a fetching AMO there waits in the kernel for the
+ * proxy's answer) and no MPS: every answer costs a GPU time slice (~4.5 ms),
+ * so one CTA with one AMO per thread instead of C_K per PE. */
+static void run_contention(const shmemx_dev_t &d, cudaStream_t s, int slow)
 {
     int me = shmem_my_pe(), np = shmem_n_pes();
-    const size_t per = C_K + C_H;
+    const unsigned ctas = slow ? 1 : C_CTAS, kper = slow ? 1 : C_PER;
+    const size_t kn = (size_t)ctas * C_TPB * kper, per = kn + C_H;
     uint64_t *c64 = (uint64_t *)shmem_calloc(1, sizeof(uint64_t));
     uint32_t *c32 = (uint32_t *)shmem_calloc(1, sizeof(uint32_t));
     uint64_t *f64 = (uint64_t *)shmem_malloc(per * sizeof(uint64_t));
@@ -95,7 +100,7 @@ static void run_contention(const shmemx_dev_t &d, cudaStream_t s)
     shmem_barrier_all(); /* PE 0's counters are zero */
 
     double t0 = dt_now();
-    k_contend<<<C_CTAS, C_TPB, 0, s>>>(d, c64, c32, f64, f32, dt_seed() ^ (uint64_t)me << 32);
+    k_contend<<<ctas, C_TPB, 0, s>>>(d, c64, c32, f64, f32, dt_seed() ^ (uint64_t)me << 32, kper);
     CK_LAUNCH();
     int overlap = 0;
     for (int h = 0; h < C_H; h++) {
@@ -110,11 +115,11 @@ static void run_contention(const shmemx_dev_t &d, cudaStream_t s)
     DT_CHECK(q == cudaSuccess || q == cudaErrorNotReady, "%s", cudaGetErrorName(q));
     CK(cudaStreamSynchronize(s));
     double t1 = dt_now();
-    CK(cudaMemcpy(f64 + C_K, h64, sizeof h64, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(f32 + C_K, h32, sizeof h32, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(f64 + kn, h64, sizeof h64, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(f32 + kn, h32, sizeof h32, cudaMemcpyHostToDevice));
     printf("PE %d: contention: %d device + %d host fetch-adds per counter in %.1f ms (%d of the "
            "host's issued while the kernel ran)\n",
-           me, C_K, C_H, (t1 - t0) * 1e3, overlap);
+           me, (int)kn, C_H, (t1 - t0) * 1e3, overlap);
     fflush(stdout);
     shmem_barrier_all();
 
@@ -123,7 +128,7 @@ static void run_contention(const shmemx_dev_t &d, cudaStream_t s)
     uint64_t v64 = shmem_uint64_atomic_fetch(c64, 0);
     uint32_t v32 = shmem_uint32_atomic_fetch(c32, 0);
     DT_CHECK(v64 == total, "64-bit counter on PE 0 is %llu, want %llu = %d PEs x (%d + %d)",
-             (unsigned long long)v64, (unsigned long long)total, np, C_K, C_H);
+             (unsigned long long)v64, (unsigned long long)total, np, (int)kn, C_H);
     DT_CHECK(v32 == (uint32_t)total, "32-bit counter on PE 0 is %u, want %llu", v32,
              (unsigned long long)total);
     if (me == 0) {
@@ -134,8 +139,8 @@ static void run_contention(const shmemx_dev_t &d, cudaStream_t s)
             shmem_getmem(a64 + per * pe, f64, per * sizeof(uint64_t), pe);
             shmem_getmem(a32 + per * pe, f32, per * sizeof(uint32_t), pe);
         }
-        check_permutation(a64, per, np, "64-bit fetch_add");
-        check_permutation(a32, per, np, "32-bit fetch_inc");
+        check_permutation(a64, per, kn, np, "64-bit fetch_add");
+        check_permutation(a32, per, kn, np, "32-bit fetch_inc");
         free(a64);
         free(a32);
         printf("PE 0: PASS contention: counters = %llu, fetched values are a permutation of "
@@ -629,8 +634,11 @@ int main(int argc, char **argv)
     shmem_free(v);
 
     int atomics = (d.flags & SHMEMX_DEV_F_PEER_ATOMICS) != 0;
+    int proxied = 0;
+    for (int pe = 0; pe < np; pe++)
+        proxied |= shmemx_device_route(pe) == SHMEMX_ROUTE_PROXY;
     if (atomics)
-        run_contention(d, s);
+        run_contention(d, s, proxied && !waits);
     else
         printf("PE %d: SKIP contention: no native peer atomics between the GPUs\n", me);
     run_sequences(d, s, atomics);
