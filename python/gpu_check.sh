@@ -96,4 +96,4 @@ fi
 # The seed suite (tests/seed): its buffers and tensors on the device heap here.
 leg seed-torchrun-2 -l torchrun -n 2 -t 90 -c "pytest -q -ra --confcutdir=tests/seed tests/seed"
 leg example-2 -l ushrun -n 2 -t 45 -c "python $root/examples/python/ring_torch_cuda.py"
-[ -f "$O/example-2.log" ] && cat "$O/example-2.log"
+if [ -f "$O/example-2.log" ]; then cat "$O/example-2.log"; fi
