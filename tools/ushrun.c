@@ -508,20 +508,22 @@ static const char *pes_word(int n)
     return n == 1 ? "PE" : "PEs";
 }
 
-/* PEs not yet ended: job.running less those that exited but are not reaped
- * yet (peeked, left for the reaping loop). */
+/* Whether running PE r has ended (its status in *si), without reaping it:
+ * the reaping loop does that. */
+static int peek_ended(int r, siginfo_t *si)
+{
+    si->si_pid = 0;
+    return waitid(P_PID, (id_t)job.pes[r].pid, si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si->si_pid != 0;
+}
+
+/* PEs not yet ended: job.running less those that exited but are not reaped. */
 static int count_alive(void)
 {
     int n = 0;
     for (int r = 0; r < job.started; r++) {
         siginfo_t si;
-        if (!job.pes[r].running)
-            continue;
-        si.si_pid = 0;
-        if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            si.si_pid != 0)
-            continue;
-        n++;
+        n += job.pes[r].running && !peek_ended(r, &si);
     }
     return n;
 }
@@ -571,9 +573,7 @@ static void report_cause(int rank, pid_t pid, int status)
             siginfo_t si;
             if (!job.pes[r].running || r == rank)
                 continue;
-            si.si_pid = 0;
-            if (waitid(P_PID, (id_t)job.pes[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                si.si_pid != 0 && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
+            if (peek_ended(r, &si) && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)) {
                 report_failure(r, job.pes[r].pid, 1, si.si_status);
                 return;
             }

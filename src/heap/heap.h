@@ -19,14 +19,15 @@ void ushmemi_heap_fini(void);
 int ushmemi_dataseg_init(const char *call);
 void ushmemi_dataseg_fini(void);
 
-/* Offset of ptr in an arena [base, base+size) if it starts a live allocation;
- * otherwise one line naming `what` and USHMEM_ENOTSYM / USHMEM_ENOTFOUND. */
 /* One line for a failed allocation / resize in heap (its name; size_var: the
  * variable that sizes it); rc as the allocator returned it. */
 void ushmemi_heap_alloc_failed(int rc, const ushmemi_alloc_t *a, size_t size, size_t align,
                                const char *heap, const char *size_var, const char *call);
 void ushmemi_heap_resize_failed(int rc, const void *ptr, size_t size, const char *heap,
                                 const char *size_var, const char *call);
+
+/* Offset of ptr in an arena [base, base+size) if it starts a live allocation;
+ * otherwise one line naming `what` and USHMEM_ENOTSYM / USHMEM_ENOTFOUND. */
 int ushmemi_arena_offset(const ushmemi_alloc_t *a, const char *base, size_t size, const char *what,
                          const void *ptr, size_t *off, const char *call);
 

@@ -14,8 +14,8 @@
 
 #include "core/core.h"
 #include "core/prims.h"
-#include "core/team.h"
 #include "core/relax.h"
+#include "core/team.h"
 #include "sync/sigfmt.h"
 #include "sync/stacks.h"
 #include "transport/transport.h"

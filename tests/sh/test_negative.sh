@@ -89,15 +89,19 @@ collective:
     if (!strcmp(c, "malloc_huge") || !strcmp(c, "align_bad") || !strcmp(c, "align_huge") ||
         !strcmp(c, "calloc_overflow") || !strcmp(c, "realloc_huge")) {
         /* every PE makes the call (collective): NULL and a line, then the heap works */
-        void *q = c[0] == 'm'   ? shmem_malloc((size_t)1 << 40)
-                  : c[6] == 'b' ? shmem_align(3, 64)
-                  : c[0] == 'a' ? shmem_align((size_t)1 << 31, 64)
-                  : c[0] == 'c' ? shmem_calloc(SIZE_MAX / 2, 4)
-                                : NULL;
+        void *q = NULL;
+        if (!strcmp(c, "malloc_huge"))
+            q = shmem_malloc((size_t)1 << 40);
+        else if (!strcmp(c, "align_bad"))
+            q = shmem_align(3, 64);
+        else if (!strcmp(c, "align_huge"))
+            q = shmem_align((size_t)1 << 31, 64);
+        else if (!strcmp(c, "calloc_overflow"))
+            q = shmem_calloc(SIZE_MAX / 2, 4);
         int *keep = shmem_malloc(64 * sizeof(int));
         for (int i = 0; i < 64; i++)
             keep[i] = me * 1000 + i;
-        if (c[0] == 'r') /* a failed realloc leaves the block as it was */
+        if (!strcmp(c, "realloc_huge")) /* a failed realloc leaves the block as it was */
             q = shmem_realloc(keep, (size_t)1 << 40);
         if (q || !keep) {
             printf("PE %d: the bad allocation returned %p\n", me, q);

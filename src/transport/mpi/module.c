@@ -158,14 +158,21 @@ void ushmemi_mpi_comm_release(void)
 {
     if (ushmemi_mpi_comm == MPI_COMM_NULL || --comm_users > 0)
         return;
+    ushmemi_mpi_comm_free(&ushmemi_mpi_comm);
+}
+
+void ushmemi_mpi_comm_free(MPI_Comm *comm)
+{
+    if (*comm == MPI_COMM_NULL)
+        return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
         ushmemi_mpi_lock();
-        MPI_Comm_free(&ushmemi_mpi_comm);
+        MPI_Comm_free(comm);
         ushmemi_mpi_unlock();
     }
-    ushmemi_mpi_comm = MPI_COMM_NULL;
+    *comm = MPI_COMM_NULL;
 }
 
 static const char *library_version(void)

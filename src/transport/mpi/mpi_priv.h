@@ -26,6 +26,9 @@ extern MPI_Comm ushmemi_mpi_comm;
 int ushmemi_mpi_comm_setup(int my_pe, int n_pes, const char *call);
 /* Each successful setup is matched by one release; the last frees the comm. */
 void ushmemi_mpi_comm_release(void);
+/* MPI_Comm_free under the MPI lock, unless MPI is finalized; *comm is
+ * MPI_COMM_NULL after. */
+void ushmemi_mpi_comm_free(MPI_Comm *comm);
 
 /* Report a failed MPI call as "PE n: call: what: <MPI error string>" and
  * return USHMEM_ESYS. */

@@ -644,16 +644,7 @@ static void t_detach(void)
     }
     free((void *)dirty);
     dirty = NULL;
-    if (pcomm != MPI_COMM_NULL) {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized) {
-            ushmemi_mpi_lock();
-            MPI_Comm_free(&pcomm);
-            ushmemi_mpi_unlock();
-        }
-        pcomm = MPI_COMM_NULL;
-    }
+    ushmemi_mpi_comm_free(&pcomm);
     attached = 0;
 }
 
@@ -665,8 +656,7 @@ static void t_detach(void)
  * 8-byte put 4.3 us with it, see docs/mpi.md). */
 static int receives_something(void)
 {
-    return G.cuda_active || G.seg[USHMEMI_SEG_DEVHEAP].size || ENV.proxy_host ||
-           ushmemi_mpi_no_rma();
+    return G.seg[USHMEMI_SEG_DEVHEAP].size || ENV.proxy_host || ushmemi_mpi_no_rma();
 }
 
 /* Collective (the communicator). */
