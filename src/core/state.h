@@ -69,6 +69,7 @@ typedef struct {
     int wait_oversub;        /* more PEs of this job on the host than CPUs: yield at once */
     int proxy_awake;         /* CPUs enough for the proxy's threads to stay awake between polls */
     int64_t wait_spin_ns;    /* a wait spins (or yields) this long, then sleeps */
+    int wait_spin_set;       /* USHMEM_WAIT_SPIN_US was given (waits with MPI peers sleep then) */
     int64_t wait_sleep_max_ns;
     int thread_level;
     ushmemi_seg_t seg[USHMEMI_NSEG];

@@ -50,7 +50,6 @@ enum { FAST_POLLS = 64, CLOCK_POLLS = 64 };
 #define DEPART_EVERY_NS       ((int64_t)10000000)
 #define DEPART_GRACE_NS       ((int64_t)1000000000)
 #define SCHED_PEERS_PER_CHECK 4
-#define REMOTE_SPIN_NS        ((int64_t)1000000000)
 
 enum { PH_SPIN, PH_YIELD, PH_SLEEP };
 /* What a wait needs (see ushmemi_waiter_t): every member of a team; any PE
@@ -103,6 +102,7 @@ void ushmemi_wait_setup(int local_pes)
     long spin = ushmemi_env.wait_spin_us < 0 ? 0 : ushmemi_env.wait_spin_us;
     long smax = ushmemi_env.wait_sleep_max_us < 1 ? 1 : ushmemi_env.wait_sleep_max_us;
     ushmemi_g.wait_spin_ns = (int64_t)spin * 1000;
+    ushmemi_g.wait_spin_set = getenv("USHMEM_WAIT_SPIN_US") != NULL;
     ushmemi_g.wait_sleep_max_ns = (int64_t)smax * 1000;
     hang_report_install();
     ushmemi_stacks_install();
@@ -510,12 +510,17 @@ static void wait_slow(ushmemi_waiter_t *w)
         tw.next_depart = now + DEPART_EVERY_NS;
         check_departed(w, now, elapsed);
     }
-    /* mpi hook: with peers over MPI a sleeping PE stops driving MPI progress
-     * that the others' RMA on it may need (4 PEs, test_amo_all over mpi: 87 s
-     * sleeping after 2 ms, 1.9 s not sleeping): sleep only when stuck. */
+    /* mpi hook: with peers over MPI a waiting PE is the progress engine of
+     * the RMA aimed at it (an MPI that moves RMA in software: Open MPI's
+     * osc/ucx without RDMA hardware), and one that sleeps leaves it to the
+     * progress thread's pokes. 4 PEs on 2 cores: test_amo_all 87 s sleeping
+     * after 2 ms, 1.9 s not sleeping; the Mellanox lock stress (PE 0, home of
+     * the lock, waits in a barrier for the others) 82 s sleeping after 1 s,
+     * 5.1 s not sleeping. So such waits never sleep, unless
+     * USHMEM_WAIT_SPIN_US is set: they spin, or yield where oversubscribed. */
     int64_t spin_ns = ushmemi_g.wait_spin_ns;
-    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && spin_ns < REMOTE_SPIN_NS)
-        spin_ns = REMOTE_SPIN_NS;
+    if (USHMEMI_UNLIKELY(ushmemi_remote_tl) && !ushmemi_g.wait_spin_set)
+        spin_ns = INT64_MAX;
     if (tw.phase != PH_SLEEP && elapsed >= spin_ns)
         tw.phase = PH_SLEEP;
     switch (tw.phase) {
