@@ -100,7 +100,8 @@ typedef enum {
       "Waits: auto (spin, or yield at once when the job has more PEs on a host than CPUs), "       \
       "spin, yield; either ends in sleeping back-off")                                             \
     X(wait_spin_us, INT, "2000", "USHMEM_WAIT_SPIN_US",                                            \
-      "Microseconds a wait spins (or yields) before it sleeps with back-off")                      \
+      "Microseconds a wait spins (or yields) before it sleeps with back-off (with peers over "     \
+      "MPI waits sleep only where this is set)")                                                   \
     X(wait_sleep_max_us, INT, "1000", "USHMEM_WAIT_SLEEP_MAX_US",                                  \
       "Longest single sleep of a long wait (bounds the extra latency; 1/16 of the wait so far)")   \
     X(wait_stats, BOOL, "0", "USHMEM_WAIT_STATS",                                                  \
