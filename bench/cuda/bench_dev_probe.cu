@@ -7,8 +7,8 @@
 //
 // PE 0 prints one line per number, then a short summary ("| " lines):
 //   R <bench> <variant> <bytes> <value>
-// value units: e1_* SM cycles (clock64); e2_*, e3_fadd, e3_stats, e4_*, e5_* us
-// (per round trip / per operation / per iteration); e6_*, e7_* GB/s; e3_smid an
+// value units: e1_* SM cycles (clock64); e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_* us
+// (per round trip / per operation / per iteration); e6_*, e7_*, e8_bw_* GB/s; e3_smid an
 // SM id; info_* as named. A variant whose data check fails prints
 // "# FAILED: ..." and no R line.
 //   E0 info      SMs this PE's kernels land on (under MPS), clock, peer offset
@@ -26,8 +26,14 @@
 //                library's copy / pointer once + plain int4 loop)
 //   E7 e7_bw     TMA bulk copy (cp.async.bulk via shared memory, mbarriers) to
 //                the peer against putmem_nbi_block and cudaMemcpyAsync
+//   E8 e8_bw, e8_lat  a group put's fixed cost: putmem_nbi_block (library)
+//                against the previous path (route, sync, copy, sync), NVSHMEM's
+//                form (sync, heap base from the table with ld.nc, plain int4
+//                loop, sync) and a pointer taken once + plain loop; bandwidth
+//                at 1 CTA (1-64 KiB) and 132 CTAs (64 KiB-4 MiB), put + quiet
+//                latency for a warp and a block (64 B-4 KiB)
 // usage: bench_dev_probe [MAX_BYTES (default 1 GiB; E7's largest size)]
-// env: PROBE_EXPS (default "01234567": which experiments run)
+// env: PROBE_EXPS (default "012345678": which experiments run)
 #include <cuda_runtime.h>
 #include <shmemx.h>
 #include <shmemx_device.cuh>
@@ -438,10 +444,11 @@ __global__ void e2_pingpong(DEVH d, char *data, const char *src, uint64_t *sig, 
 /* ---- E3 / E4: remote fetch_add, one thread, dependent loop (as bench_dev_ushmem) ----
  * F = 0 library; 1 raw atom.relaxed.sys.global on a pointer taken once;
  * 2 atomicAdd_system on that pointer (NVSHMEM's form: generic address);
- * 3 raw atom on a pointer taken with shmemx_dev_ptr on every call.
+ * 3 raw atom on a pointer taken with shmemx_dev_ptr on every call; 4 atom.relaxed.gpu
+ * (GPU scope, where ours is .sys) on the pointer taken once.
  * out[0] sum, out[1] the last value fetched, out[2] %smid. */
-static const char *const fadd_names[4] = {"lib", "raw_ptr_once", "atomicadd_sys_ptr_once",
-                                          "raw_ptr_per_call"};
+static const char *const fadd_names[5] = {"lib", "raw_ptr_once", "atomicadd_sys_ptr_once",
+                                          "raw_ptr_per_call", "raw_gpu_ptr_once"};
 __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 {
     uint64_t old;
@@ -454,7 +461,7 @@ __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters, uint64_t *out)
 {
     uint64_t *p = 0;
-    if constexpr (F == 1 || F == 2)
+    if constexpr (F == 1 || F == 2 || F == 4)
         p = (uint64_t *)shmemx_dev_ptr(d, ctr, pe);
     uint64_t inc = 1, acc = 0, old = 0;
     for (int i = 0; i < iters; i++) {
@@ -464,6 +471,11 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
             old = p_atom_add(p, inc);
         else if constexpr (F == 2)
             old = atomicAdd_system((unsigned long long *)p, (unsigned long long)inc);
+        else if constexpr (F == 4)
+            asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+                         : "=l"(old)
+                         : "l"(p), "l"(inc)
+                         : "memory");
         else
             old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, pe), inc);
         acc += old;
@@ -610,6 +622,64 @@ __global__ void __launch_bounds__(32)
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");
     ushmemi_dev_fence_sc();
+}
+
+/* ---- E8: a group put's fixed cost ----
+ * V = 0 library (putmem_nbi_block / _warp); 1 the previous library path:
+ * route, sync, the library's copy, sync; 2 NVSHMEM's form: sync, the heap base
+ * from the peer table (ld.global.nc), a plain strided int4 loop, sync; 3 a
+ * pointer taken once, sync, plain int4 loop, sync. */
+static const char *const e8_names[4] = {"lib", "route_sync_copy", "nv_style", "ptr_once_plain"};
+template <int V, typename G>
+__device__ __forceinline__ void e8_put(const shmemx_dev_t &d, G g, char *dst, const char *src,
+                                       size_t n, int pe, char *once)
+{
+    if constexpr (V == 0) {
+        ushmemi_dev_put(d, g, dst, src, n, pe, true, "e8");
+    } else if constexpr (V == 1) {
+        int w;
+        char *r = ushmemi_dev_route(d, dst, n, pe, "e8", &w);
+        g.sync();
+        ushmemi_dev_copy(g, r, src, n);
+        g.sync();
+    } else {
+        g.sync();
+        char *r = once;
+        if constexpr (V == 2) {
+            uint64_t b = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + pe);
+            r = (char *)(uintptr_t)(b + ((uint64_t)(uintptr_t)dst - d.heap_base));
+        }
+        int4 *__restrict__ t = (int4 *)r;
+        const int4 *__restrict__ s = (const int4 *)src;
+        for (size_t j = g.rank(); j < n / 16; j += g.size())
+            t[j] = s[j];
+        g.sync();
+    }
+}
+template <int V>
+__global__ void k_e8_bw(DEVH d, char *dst, const char *src, size_t n, int pe, int iters)
+{
+    size_t off, len;
+    bw_chunk(n, &off, &len);
+    char *once = (char *)shmemx_dev_ptr(d, dst + off, pe);
+    if (len)
+        for (int i = 0; i < iters; i++)
+            e8_put<V>(d, shmemx_dev_block_group(), dst + off, src + off, len, pe, once);
+    shmemx_dev_quiet_block(d);
+}
+template <int V, bool WARP>
+__global__ void k_e8_lat(DEVH d, char *dst, const char *src, size_t n, int pe, int iters)
+{
+    char *once = (char *)shmemx_dev_ptr(d, dst, pe);
+    for (int i = 0; i < iters; i++) {
+        if constexpr (WARP) {
+            e8_put<V>(d, shmemx_dev_warp_group(), dst, src, n, pe, once);
+            shmemx_dev_quiet_warp(d);
+        } else {
+            e8_put<V>(d, shmemx_dev_block_group(), dst, src, n, pe, once);
+            shmemx_dev_quiet_block(d);
+        }
+    }
 }
 
 /* ---- host: results ---- */
@@ -937,7 +1007,8 @@ template <int F> static void fadd_launch(const shmemx_dev_t &d, uint64_t *c, int
 {
     k_fadd<F><<<1, 1, 0, g_s>>>(d, c, 1, it, o);
 }
-static const fadd_fn fadd_fns[4] = {fadd_launch<0>, fadd_launch<1>, fadd_launch<2>, fadd_launch<3>};
+static const fadd_fn fadd_fns[5] = {fadd_launch<0>, fadd_launch<1>, fadd_launch<2>, fadd_launch<3>,
+                                    fadd_launch<4>};
 
 // One launch of form f on counter idx (set*kCtrs + i): us per fetch_add; *sm
 // where it ran; false when the values fetched were not the expected ones.
@@ -1032,7 +1103,7 @@ static void e3_e4(probe &p)
         for (int k = 0; k < 2; k++) {
             printf("# e4 %s address: %s_%02d (E3 library median %.3f us)\n", wname[k],
                    set_names[where[k] / kCtrs], where[k] % kCtrs, lib_med[where[k]]);
-            for (int f = 0; f < 4; f++) {
+            for (int f = 0; f < 5; f++) {
                 double us;
                 unsigned sm;
                 bool ok = fadd_once(p, f, where[k], 1000, &us, &sm);
@@ -1186,6 +1257,75 @@ static void e7(probe &p)
     }
 }
 
+/* ---- E8 ---- */
+
+template <int V> static void e8_bw_launch(probe &p, int ctas, size_t n, int it)
+{
+    k_e8_bw<V><<<ctas, kBlock, 0, g_s>>>(p.d, p.dst, p.src, n, 1, it);
+}
+template <int V> static void e8_lat_launch(probe &p, bool warp, size_t n, int it)
+{
+    if (warp)
+        k_e8_lat<V, true><<<1, 32, 0, g_s>>>(p.d, p.dst, p.src, n, 1, it);
+    else
+        k_e8_lat<V, false><<<1, kBlock, 0, g_s>>>(p.d, p.dst, p.src, n, 1, it);
+}
+typedef void (*e8_bw_fn)(probe &, int, size_t, int);
+typedef void (*e8_lat_fn)(probe &, bool, size_t, int);
+static const e8_bw_fn e8_bw_fns[4] = {e8_bw_launch<0>, e8_bw_launch<1>, e8_bw_launch<2>,
+                                      e8_bw_launch<3>};
+static const e8_lat_fn e8_lat_fns[4] = {e8_lat_launch<0>, e8_lat_launch<1>, e8_lat_launch<2>,
+                                        e8_lat_launch<3>};
+
+static void e8(probe &p)
+{
+    if (g_me != 0)
+        return;
+    static const struct {
+        int ctas;
+        size_t n;
+    } bw[] = {{1, 1024},
+              {1, 4096},
+              {1, 16384},
+              {1, 65536},
+              {132, 65536},
+              {132, 262144},
+              {132, (size_t)1 << 20},
+              {132, (size_t)4 << 20}};
+    uint32_t seed = 0x8000;
+    for (const auto &c : bw) {
+        for (int v = 0; v < 4; v++) {
+            char bench[32];
+            snprintf(bench, sizeof bench, "e8_bw_cta%d", c.ctas);
+            copy_row(p, bench, e8_names[v], c.n, ++seed,
+                     [&](int it) { e8_bw_fns[v](p, c.ctas, c.n, it); });
+        }
+    }
+    static const size_t lat[] = {64, 1024, 4096};
+    for (int warp = 1; warp >= 0; warp--) {
+        for (size_t n : lat) {
+            for (int v = 0; v < 4; v++) {
+                prepare_copy(p, n, ++seed);
+                double us = measure_us(
+                    [&](int it) {
+                        e8_lat_fns[v](p, warp != 0, n, it);
+                        CK(cudaGetLastError());
+                    },
+                    kReps, kTargetMs);
+                unsigned long long b = check_copy(p, n);
+                char what[120];
+                if (b) {
+                    snprintf(what, sizeof what, "e8_lat %s %s %zu: %llu wrong 16-byte words",
+                             warp ? "warp" : "block", e8_names[v], n, b);
+                    failed(what);
+                    continue;
+                }
+                row(warp ? "e8_lat_warp" : "e8_lat_block", e8_names[v], n, us);
+            }
+        }
+    }
+}
+
 /* ---- summary (PE 0): one line per bench and size, variants side by side ---- */
 
 static void summary(void)
@@ -1256,7 +1396,7 @@ int main(int argc, char **argv)
 {
     size_t max = argc > 1 ? strtoull(argv[1], NULL, 0) : ((size_t)1 << 30);
     max = std::max(max, (size_t)4 << 20) & ~(size_t)4095;
-    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "01234567";
+    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "012345678";
     shmem_init();
     g_me = shmem_my_pe();
     if (shmem_n_pes() != 2)
@@ -1281,7 +1421,8 @@ int main(int argc, char **argv)
                "experiments %s\n",
                dev, prop.name, prop.multiProcessorCount, mps, pct ? pct : "unset",
                p.waits ? "allowed" : "off", max, exps);
-        printf("# units: e1_* cycles; e2_*, e3_fadd, e3_stats, e4_*, e5_* us; e6_*, e7_* GB/s\n");
+        printf("# units: e1_* cycles; e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_* us; e6_*, "
+               "e7_*, e8_bw_* GB/s\n");
         fflush(stdout);
     }
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
@@ -1317,7 +1458,8 @@ int main(int argc, char **argv)
     struct {
         char id;
         void (*fn)(probe &);
-    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4}, {'5', e5}, {'6', e6}, {'7', e7}};
+    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4},
+                 {'5', e5}, {'6', e6}, {'7', e7}, {'8', e8}};
     for (const auto &s : steps) {
         // E4 runs with E3 (it measures at E3's fastest and slowest address)
         if (!strchr(exps, s.id) && !(s.id == '3' && strchr(exps, '4')))
