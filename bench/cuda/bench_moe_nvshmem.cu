@@ -35,7 +35,8 @@
 
 static int g_me = -1, g_np = 0;
 static pid_t g_children[MOE_MAX_PES], g_parent;
-static double *g_times; // [pe][3 * rounds], mapped before the fork
+static double *g_times;  // [pe][3 * rounds], mapped before the fork
+static uint64_t *g_recs; // [pe][rounds][MOE_REC] phase records (moe_record), mapped likewise
 
 static void die(const char *msg)
 {
@@ -71,9 +72,12 @@ __global__ void k_barrier(void)
 
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
     k_dispatch(moe_cfg c, const float *x, float *rows, uint64_t *counter, uint64_t *sig,
-               uint64_t cap, int *nrecv)
+               uint64_t cap, int *nrecv, uint64_t *st)
 {
     __shared__ unsigned sent[MOE_MAX_PES];
+    __shared__ uint64_t wend[MOE_MAX_THREADS / 32];
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_D_START, moe_now());
     const int lane = threadIdx.x & 31, me = nvshmem_my_pe(), n = c.npes;
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
     const int nwarps = (int)((gridDim.x * blockDim.x) >> 5);
@@ -100,19 +104,24 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
                 atomicAdd(&sent[dst], 1u);
         }
     }
+    moe_warp_end(wend);
     __syncthreads(); // every warp's puts issued; sent[] is final
     if (threadIdx.x == 0) {
         nvshmem_quiet();
+        moe_stamp(st, MOE_ST_D_QUIET, moe_now());
+        moe_stamp(st, MOE_ST_D_ISSUED, moe_last_warp(wend));
         for (int i = 1; i <= n; i++) {
             const int p = (me + i) % n;
             nvshmemx_signal_op(sig + me, ((uint64_t)1 << 32) | sent[p], NVSHMEM_SIGNAL_ADD, p);
         }
+        moe_stamp(st, MOE_ST_D_SIGNALLED, moe_now());
     }
     if (blockIdx.x == 0) {
         for (int p = threadIdx.x; p < n; p += blockDim.x)
             nvshmem_signal_wait_until(sig + p, NVSHMEM_CMP_GE, (uint64_t)gridDim.x << 32);
         __syncthreads();
         if (threadIdx.x == 0) {
+            moe_stamp(st, MOE_ST_D_RECEIVED, moe_now());
             uint64_t total = 0;
             for (int p = 0; p < n; p++)
                 total += nvshmem_signal_fetch(sig + p) & 0xffffffffu;
@@ -123,8 +132,11 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
 
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
     k_combine(moe_cfg c, const float *rows, const int *nrecv, float *back, uint64_t *csig,
-              float *out)
+              float *out, uint64_t *st)
 {
+    __shared__ uint64_t wend[MOE_MAX_THREADS / 32];
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_C_START, moe_now());
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
     const int nwarps = (int)((gridDim.x * blockDim.x) >> 5);
     const size_t H = (size_t)c.hidden;
@@ -141,9 +153,14 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
         nvshmemx_putmem_signal_nbi_warp(back + ((size_t)t * c.topk + k) * H, row, H * sizeof(float),
                                         csig, 1, NVSHMEM_SIGNAL_ADD, src);
     }
-    if (threadIdx.x == 0)
+    moe_warp_end(wend);
+    if (threadIdx.x == 0) {
         nvshmem_signal_wait_until(csig, NVSHMEM_CMP_GE, (uint64_t)c.tokens * c.topk);
+        moe_stamp(st, MOE_ST_C_BACK, moe_now());
+    }
     __syncthreads();
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_C_SENT, moe_last_warp(wend));
     const size_t total = (size_t)c.tokens * H;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -212,6 +229,10 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
     int *nrecv = NULL;
     CK(cudaMalloc(&out, (size_t)c.tokens * row_bytes));
     CK(cudaMalloc(&nrecv, sizeof(int)));
+    const size_t nst = (size_t)c.blocks * MOE_ST;
+    uint64_t *st = NULL;
+    std::vector<uint64_t> hst(nst);
+    CK(cudaMalloc(&st, nst * sizeof(uint64_t)));
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
     cudaEvent_t ev[3];
     for (cudaEvent_t &e : ev)
@@ -227,8 +248,9 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
     const int R = c.rounds;
     double *tmine = g_times + (size_t)me * 3 * R;
     void *bargs[] = {NULL}; // k_barrier takes none
-    void *dargs[] = {&c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv};
-    void *cargs[] = {&c, &rows, &nrecv, &back, &csig, &out};
+    uint64_t *rec_mine = g_recs + (size_t)me * R * MOE_REC;
+    void *dargs[] = {&c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv, &st};
+    void *cargs[] = {&c, &rows, &nrecv, &back, &csig, &out, &st};
     for (int r = 0; r < c.warmup + R; r++) {
         // untimed: reset, this round's rows, everyone ready
         CK(cudaMemsetAsync(small, 0, nsmall * sizeof(uint64_t), g_s));
@@ -236,6 +258,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
         CK(cudaMemsetAsync(back, 0, mine * row_bytes, g_s));
         CK(cudaMemsetAsync(out, 0, (size_t)c.tokens * row_bytes, g_s));
         CK(cudaMemsetAsync(nrecv, 0, sizeof(int), g_s));
+        CK(cudaMemsetAsync(st, 0, nst * sizeof(uint64_t), g_s));
         moe_fill<<<64, 256, 0, g_s>>>(c, me, r, x);
         CK(cudaGetLastError());
         CK(cudaStreamSynchronize(g_s));
@@ -265,6 +288,8 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
             tmine[i] = a * 1e3;
             tmine[R + i] = b * 1e3;
             tmine[2 * R + i] = (a + b) * 1e3;
+            CK(cudaMemcpy(hst.data(), st, nst * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            moe_record(hst.data(), c.blocks, rec_mine + (size_t)i * MOE_REC);
         }
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -279,6 +304,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
                     v[i] = std::max(v[i], g_times[((size_t)pe * 3 + p) * R + i]);
             moe_print(phase[p], c.npes, v);
         }
+        moe_print_profile(c.npes, R, g_recs);
         printf("# checked: %d rounds on every PE, every row and sum\n", c.warmup + R);
         printf("# done\n");
         fflush(stdout);
@@ -286,6 +312,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
     for (cudaEvent_t &e : ev)
         CK(cudaEventDestroy(e));
     CK(cudaStreamDestroy(g_s));
+    CK(cudaFree(st));
     CK(cudaFree(nrecv));
     CK(cudaFree(out));
     nvshmem_free(small);
@@ -303,9 +330,12 @@ int main(int argc, char **argv)
         return 2;
     g_np = c.npes;
     size_t tbytes = (size_t)g_np * 3 * c.rounds * sizeof(double);
+    size_t rbytes = (size_t)g_np * c.rounds * MOE_REC * sizeof(uint64_t);
     g_times =
         (double *)mmap(NULL, tbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (g_times == MAP_FAILED) {
+    g_recs =
+        (uint64_t *)mmap(NULL, rbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_times == MAP_FAILED || g_recs == MAP_FAILED) {
         perror("mmap");
         return 1;
     }

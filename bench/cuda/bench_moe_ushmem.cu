@@ -59,9 +59,12 @@ __global__ void k_barrier(DEVH d)
 // receive buffer's rows; nrecv: set to the rows received (for the combine).
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
     k_dispatch(DEVH d, moe_cfg c, const float *x, float *rows, uint64_t *counter, uint64_t *sig,
-               uint64_t cap, int *nrecv)
+               uint64_t cap, int *nrecv, uint64_t *st)
 {
     __shared__ unsigned sent[MOE_MAX_PES];
+    __shared__ uint64_t wend[MOE_MAX_THREADS / 32];
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_D_START, moe_now());
     const int lane = threadIdx.x & 31, me = d.my_pe, n = c.npes;
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
     const int nwarps = (int)((gridDim.x * blockDim.x) >> 5);
@@ -88,19 +91,24 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
                 atomicAdd(&sent[dst], 1u);
         }
     }
+    moe_warp_end(wend);
     shmemx_dev_quiet_block(d); // every warp's puts are complete; sent[] is final
     if (threadIdx.x == 0) {
+        moe_stamp(st, MOE_ST_D_QUIET, moe_now());
+        moe_stamp(st, MOE_ST_D_ISSUED, moe_last_warp(wend));
         for (int i = 1; i <= n; i++) {
             const int p = (me + i) % n;
             shmemx_dev_signal_op(d, sig + me, ((uint64_t)1 << 32) | sent[p], SHMEMX_DEV_SIGNAL_ADD,
                                  p);
         }
+        moe_stamp(st, MOE_ST_D_SIGNALLED, moe_now());
     }
     if (blockIdx.x == 0) {
         for (int p = threadIdx.x; p < n; p += blockDim.x)
             shmemx_dev_signal_wait_until(d, sig + p, SHMEMX_DEV_CMP_GE, (uint64_t)gridDim.x << 32);
         __syncthreads();
         if (threadIdx.x == 0) {
+            moe_stamp(st, MOE_ST_D_RECEIVED, moe_now());
             uint64_t total = 0;
             for (int p = 0; p < n; p++)
                 total += shmemx_dev_signal_fetch(d, sig + p) & 0xffffffffu;
@@ -111,8 +119,11 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
 
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
     k_combine(DEVH d, moe_cfg c, const float *rows, const int *nrecv, float *back, uint64_t *csig,
-              float *out)
+              float *out, uint64_t *st)
 {
+    __shared__ uint64_t wend[MOE_MAX_THREADS / 32];
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_C_START, moe_now());
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
     const int nwarps = (int)((gridDim.x * blockDim.x) >> 5);
     const size_t H = (size_t)c.hidden;
@@ -129,9 +140,14 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
         shmemx_dev_putmem_signal_nbi_warp(d, back + ((size_t)t * c.topk + k) * H, row,
                                           H * sizeof(float), csig, 1, SHMEMX_DEV_SIGNAL_ADD, src);
     }
-    if (threadIdx.x == 0)
+    moe_warp_end(wend);
+    if (threadIdx.x == 0) {
         shmemx_dev_signal_wait_until(d, csig, SHMEMX_DEV_CMP_GE, (uint64_t)c.tokens * c.topk);
+        moe_stamp(st, MOE_ST_C_BACK, moe_now());
+    }
     __syncthreads();
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_C_SENT, moe_last_warp(wend));
     const size_t total = (size_t)c.tokens * H;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -206,7 +222,13 @@ int main(int argc, char **argv)
         (double *)shmem_malloc_with_hints(3 * (size_t)R * sizeof(double), SHMEMX_MALLOC_HOST);
     double *tmax =
         (double *)shmem_malloc_with_hints(3 * (size_t)R * sizeof(double), SHMEMX_MALLOC_HOST);
-    if (!x || !rows || !back || !small || !tmine || !tmax) {
+    // phase stamps: this PE's records of the timed rounds, and everyone's (PE 0 prints)
+    const size_t nrec = (size_t)R * MOE_REC;
+    uint64_t *rec_mine =
+        (uint64_t *)shmem_malloc_with_hints(nrec * sizeof(uint64_t), SHMEMX_MALLOC_HOST);
+    uint64_t *rec_all =
+        (uint64_t *)shmem_malloc_with_hints(nrec * c.npes * sizeof(uint64_t), SHMEMX_MALLOC_HOST);
+    if (!x || !rows || !back || !small || !tmine || !tmax || !rec_mine || !rec_all) {
         char m[200];
         snprintf(m, sizeof m,
                  "shmem_malloc failed: the device heap needs about %zu MiB "
@@ -219,6 +241,10 @@ int main(int argc, char **argv)
     int *nrecv = NULL;
     CK(cudaMalloc(&out, (size_t)c.tokens * row_bytes));
     CK(cudaMalloc(&nrecv, sizeof(int)));
+    const size_t nst = (size_t)c.blocks * MOE_ST;
+    uint64_t *st = NULL;
+    std::vector<uint64_t> hst(nst);
+    CK(cudaMalloc(&st, nst * sizeof(uint64_t)));
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
     cudaEvent_t ev[3];
     for (cudaEvent_t &e : ev)
@@ -233,8 +259,8 @@ int main(int argc, char **argv)
     char msg[512];
     int threads = c.threads;
     void *bargs[] = {(void *)&d};
-    void *dargs[] = {(void *)&d, &c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv};
-    void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out};
+    void *dargs[] = {(void *)&d, &c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv, &st};
+    void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out, &st};
     for (int r = 0; r < c.warmup + R; r++) {
         // untimed: reset, this round's rows, everyone ready
         CK(cudaMemsetAsync(small, 0, nsmall * sizeof(uint64_t), g_s));
@@ -242,6 +268,7 @@ int main(int argc, char **argv)
         CK(cudaMemsetAsync(back, 0, mine * row_bytes, g_s));
         CK(cudaMemsetAsync(out, 0, (size_t)c.tokens * row_bytes, g_s));
         CK(cudaMemsetAsync(nrecv, 0, sizeof(int), g_s));
+        CK(cudaMemsetAsync(st, 0, nst * sizeof(uint64_t), g_s));
         moe_fill<<<64, 256, 0, g_s>>>(c, me, r, x);
         CK(cudaGetLastError());
         CK(cudaStreamSynchronize(g_s));
@@ -271,15 +298,19 @@ int main(int argc, char **argv)
             tmine[i] = a * 1e3;
             tmine[R + i] = b * 1e3;
             tmine[2 * R + i] = (a + b) * 1e3;
+            CK(cudaMemcpy(hst.data(), st, nst * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            moe_record(hst.data(), c.blocks, rec_mine + (size_t)i * MOE_REC);
         }
     }
     shmem_barrier_all();
     shmem_double_max_reduce(SHMEM_TEAM_WORLD, tmax, tmine, 3 * (size_t)R);
+    shmem_uint64_fcollect(SHMEM_TEAM_WORLD, rec_all, rec_mine, nrec);
     if (me == 0) {
         static const char *const phase[3] = {"dispatch", "combine", "total"};
         for (int p = 0; p < 3; p++)
             moe_print(phase[p], c.npes,
                       std::vector<double>(tmax + (size_t)p * R, tmax + (size_t)(p + 1) * R));
+        moe_print_profile(c.npes, R, rec_all);
         printf("# checked: %d rounds on every PE, every row and sum\n", c.warmup + R);
         printf("# done\n");
         fflush(stdout);
@@ -287,8 +318,11 @@ int main(int argc, char **argv)
     for (cudaEvent_t &e : ev)
         CK(cudaEventDestroy(e));
     CK(cudaStreamDestroy(g_s));
+    CK(cudaFree(st));
     CK(cudaFree(nrecv));
     CK(cudaFree(out));
+    shmem_free(rec_all);
+    shmem_free(rec_mine);
     shmem_free(tmax);
     shmem_free(tmine);
     shmem_free(small);

@@ -300,4 +300,110 @@ static void moe_print(const char *phase, int npes, std::vector<double> v)
     fflush(stdout);
 }
 
+/* ---- where a round's time goes: phase stamps ----
+ * Thread 0 of each CTA writes MOE_ST words per round with %globaltimer (ns;
+ * one clock for every process on the GPU, so PEs compare): the CTA's start of
+ * the dispatch, when its last warp finished issuing (fetch_adds and puts),
+ * after its quiet, after its signals, (CTA 0) when every PE's signals were in;
+ * the CTA's start of the combine, its last warp's last put, and when every row
+ * was back. No barrier is added for them: each warp writes its end time into
+ * shared memory, read after a barrier the kernel has anyway. */
+enum {
+    MOE_ST_D_START,
+    MOE_ST_D_ISSUED,
+    MOE_ST_D_QUIET,
+    MOE_ST_D_SIGNALLED,
+    MOE_ST_D_RECEIVED,
+    MOE_ST_C_START,
+    MOE_ST_C_SENT,
+    MOE_ST_C_BACK,
+    MOE_ST
+};
+
+__device__ __forceinline__ uint64_t moe_now(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Thread 0: this CTA's stamp `which` (st: the round's array, MOE_ST words per CTA).
+__device__ __forceinline__ void moe_stamp(uint64_t *st, int which, uint64_t t)
+{
+    st[(size_t)blockIdx.x * MOE_ST + which] = t;
+}
+
+// Lane 0 of each warp: its end time, into the CTA's shared slots.
+__device__ __forceinline__ void moe_warp_end(uint64_t *slots)
+{
+    if ((threadIdx.x & 31) == 0)
+        slots[threadIdx.x >> 5] = moe_now();
+}
+
+// After a barrier: the latest warp end of this CTA.
+__device__ __forceinline__ uint64_t moe_last_warp(const uint64_t *slots)
+{
+    uint64_t m = 0;
+    for (unsigned w = 0; w < (blockDim.x + 31) / 32; w++)
+        m = slots[w] > m ? slots[w] : m;
+    return m;
+}
+
+// One PE's record of a round from its CTAs' stamps: the dispatch start (the
+// earliest CTA's), then each milestone's absolute time (the latest CTA's;
+// the signals-in milestone is CTA 0's, the combine start the earliest CTA's).
+#define MOE_REC 8
+static const char *const moe_milestones[MOE_REC - 1] = {
+    "issued", "quieted", "signalled", "all_in", "combine_start", "combine_sent", "combine_back"};
+static void moe_record(const uint64_t *st, int blocks, uint64_t rec[MOE_REC])
+{
+    uint64_t d0 = UINT64_MAX, c0 = UINT64_MAX;
+    uint64_t mx[MOE_ST] = {0};
+    for (int b = 0; b < blocks; b++) {
+        const uint64_t *s = st + (size_t)b * MOE_ST;
+        d0 = std::min(d0, s[MOE_ST_D_START]);
+        c0 = std::min(c0, s[MOE_ST_C_START]);
+        for (int i = 0; i < MOE_ST; i++)
+            mx[i] = std::max(mx[i], s[i]);
+    }
+    rec[0] = d0;
+    rec[1] = mx[MOE_ST_D_ISSUED];
+    rec[2] = mx[MOE_ST_D_QUIET];
+    rec[3] = mx[MOE_ST_D_SIGNALLED];
+    rec[4] = st[MOE_ST_D_RECEIVED]; // CTA 0's
+    rec[5] = c0;
+    rec[6] = mx[MOE_ST_C_SENT];
+    rec[7] = mx[MOE_ST_C_BACK];
+}
+
+// PE 0, from every PE's records (recs[(pe * rounds + i) * MOE_REC + j]): per
+// round, the start skew (latest PE's dispatch start - earliest's) and each
+// milestone of the slowest PE, counted from the earliest PE's start, in µs;
+// one moe_print line each ("R moe_at_<milestone> ...", "R moe_start_skew ...").
+static void moe_print_profile(int npes, int rounds, const uint64_t *recs)
+{
+    std::vector<double> skew((size_t)rounds);
+    std::vector<std::vector<double>> at(MOE_REC - 1, std::vector<double>((size_t)rounds));
+    for (int i = 0; i < rounds; i++) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        uint64_t m[MOE_REC] = {0};
+        for (int pe = 0; pe < npes; pe++) {
+            const uint64_t *r = recs + ((size_t)pe * rounds + i) * MOE_REC;
+            lo = std::min(lo, r[0]);
+            hi = std::max(hi, r[0]);
+            for (int j = 1; j < MOE_REC; j++)
+                m[j] = std::max(m[j], r[j]);
+        }
+        skew[(size_t)i] = (double)(hi - lo) / 1e3;
+        for (int j = 1; j < MOE_REC; j++)
+            at[(size_t)j - 1][(size_t)i] = m[j] >= lo ? (double)(m[j] - lo) / 1e3 : 0.0;
+    }
+    moe_print("start_skew", npes, skew);
+    for (int j = 0; j < MOE_REC - 1; j++) {
+        char name[48];
+        snprintf(name, sizeof name, "at_%s", moe_milestones[j]);
+        moe_print(name, npes, at[(size_t)j]);
+    }
+}
+
 #endif /* MOE_COMMON_CUH */

@@ -12,6 +12,10 @@ import argparse
 import os
 
 PHASES = ("dispatch", "combine", "total")
+# where the time goes (moe_common.cuh's phase stamps): the PEs' start skew,
+# then each milestone of the slowest PE from the earliest PE's dispatch start
+MILESTONES = ("start_skew", "at_issued", "at_quieted", "at_signalled", "at_all_in",
+              "at_combine_start", "at_combine_sent", "at_combine_back")
 STATS = ("best", "mean", "median", "p90", "max")
 
 
@@ -73,6 +77,27 @@ def main():
     print()
     print("µs per round (dispatch, combine, and the two together), each round's time the "
           "largest over the PEs; ratios below 1: ushmem faster.")
+    print()
+    print("| PEs | milestone | ushmem mean | NVSHMEM mean | mean ushmem/NVSHMEM "
+          "| ushmem best / p90 / max | NVSHMEM best / p90 / max |")
+    print("|---|---|---|---|---|---|---|")
+    for n, upath, npath in a.run:
+        u, _ = load(upath)
+        v, _ = load(npath)
+        for ms in MILESTONES:
+            us, vs = u.get(ms, {}), v.get(ms, {})
+            if not us and not vs:
+                continue
+            print("| %s | %s | %s | %s | %s | %s | %s |" % (
+                n, ms, f(us.get("mean")), f(vs.get("mean")), ratio(us.get("mean"), vs.get("mean")),
+                " / ".join(f(us.get(s)) for s in ("best", "p90", "max")),
+                " / ".join(f(vs.get(s)) for s in ("best", "p90", "max"))))
+    print()
+    print("Where the time goes (%globaltimer stamps in the kernels, µs): start_skew = latest PE's "
+          "dispatch start - earliest's; at_X = when the slowest PE reached X, from the earliest "
+          "PE's dispatch start: issued (last warp done with its fetch_adds and puts), quieted, "
+          "signalled (its CTAs' signal adds sent), all_in (every PE's signals arrived), "
+          "combine_start, combine_sent (last put_signal issued), combine_back (every row back).")
     if notes:
         print()
         for line in notes:
