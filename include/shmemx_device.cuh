@@ -366,25 +366,36 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
 
 /* The peer's copy of [sym, sym+n); NULL when pe's heap is not mapped here but
  * the proxy reaches it (another host: the caller hands the operation to the
- * ring); a trap naming the call when neither. *w: pe as a world PE. */
+ * ring); a trap naming the call when neither. *w: pe as a world PE.
+ * Written for a short dependency chain: every handle word it needs is read up
+ * front (independent constant-bank loads), the base is chosen with selects,
+ * and one rarely taken branch handles the bad PE and the unmapped heap, so a
+ * one-thread call (an AMO, a signal) waits for two loads, not six. */
 SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
                                       const char *call, int *w)
 {
-    *w = ushmemi_dev_world(d, pe, call);
+    const int wp = d.team_start + pe * d.team_stride;
+    const unsigned i = (unsigned)(wp - d.near_first);
+    const bool near = i < (unsigned)d.near_n, self = wp == d.world_pe;
+    const uint64_t nb = d.near_base[near ? i : 0];
+    const uint64_t hb = d.heap_base;
+    uint64_t base = self ? hb : nb;
+    *w = wp;
     ushmemi_dev_check_sym(d, sym, n, call);
-    if (*w == d.world_pe)
-        return (char *)sym;
-    uint64_t base = ushmemi_dev_base(d, *w);
-    if (base != 0)
-        return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base));
-    if (d.proxy != 0)
+    if (!self && !near && (unsigned)pe < (unsigned)d.n_pes) /* beyond the handle's own copies */
+        base = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + wp);
+    if ((unsigned)pe >= (unsigned)d.n_pes || base == 0) {
+        (void)ushmemi_dev_world(d, pe, call); /* traps with the range message */
+        if (d.proxy != 0)
+            return 0;
+        ushmemi_dev_check_handle(d, call);
+        printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (no peer access "
+               "between the GPUs); use the host or stream API for it\n",
+               d.world_pe, call, wp);
+        ushmemi_dev_trap();
         return 0;
-    ushmemi_dev_check_handle(d, call);
-    printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (no peer access "
-           "between the GPUs); use the host or stream API for it\n",
-           d.world_pe, call, *w);
-    ushmemi_dev_trap();
-    return 0;
+    }
+    return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - hb));
 }
 
 /* ---- reverse offload: the request ring (ushmemi_dev_ring_t) ----
@@ -668,34 +679,111 @@ SHMEMX_DEV_FN void ushmemi_dev_proxy_get(const shmemx_dev_t &d, G g, void *dest,
 }
 
 /* Payloads of up to 16 bytes in 8-byte words (dest, source and size all
- * multiples of 8): rank 0 of the group loads the words before the route, so
- * that the load (often a miss: a wait's acquire load empties L1) overlaps the
- * translation instead of following it, and stores them itself. Returns false
- * when the payload does not qualify. */
+ * multiples of 8) are moved by rank 0 of the group alone, as one or two words. */
 SHMEMX_DEV_FN bool ushmemi_dev_small(const void *dest, const void *src, size_t n)
 {
     return n <= 16 && (((uintptr_t)dest | (uintptr_t)src | n) & 7) == 0;
 }
-SHMEMX_DEV_FN void ushmemi_dev_small_load(const void *src, size_t n, uint64_t v[2])
-{
-    v[0] = n ? ((const uint64_t *)src)[0] : 0;
-    v[1] = n > 8 ? ((const uint64_t *)src)[1] : 0;
-}
-SHMEMX_DEV_FN void ushmemi_dev_small_store(char *r, size_t n, const uint64_t v[2])
-{
-    if (n)
-        ((uint64_t *)r)[0] = v[0];
-    if (n > 8)
-        ((uint64_t *)r)[1] = v[1];
-}
-/* Before the route, for a payload that qualifies: rank 0 loads it into v
- * after the group's stores to src. */
+
+/* The group's route for a put or get, after the group's opening sync (its
+ * stores to the source first). Every member translates for itself: handing
+ * one thread's result over through shared memory was measured slower for a
+ * block (the route's latency, a store, the barrier and a load in series:
+ * bench_dev_probe E8, 2026-12-05). */
 template <typename G>
-SHMEMX_DEV_FN void ushmemi_dev_small_first(G g, const void *src, size_t n, uint64_t v[2])
+SHMEMX_DEV_FN char *ushmemi_dev_group_route(const shmemx_dev_t &d, G g, const void *sym, size_t n,
+                                            int pe, const char *call, int *w)
 {
-    g.sync(); /* the group's stores to src first */
-    if (g.rank() == 0)
-        ushmemi_dev_small_load(src, n, v);
+    g.sync();
+    return ushmemi_dev_route(d, sym, n, pe, call, w);
+}
+
+/* The group copies n bytes that start 16-byte aligned at both ends and are a
+ * whole number of 16-byte words (fewer than 2^32): no head or tail, 32-bit
+ * indices; at most one word per thread is one guarded load and store (the
+ * fewest instructions: a block's 16 warps issue them all on one SM), more
+ * go four loads in flight per thread, the last up to three words loaded
+ * together before they are stored. The short path of a group put or get. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned nw)
+{
+    const unsigned r = g.rank(), s = g.size();
+    ushmemi_dev_v4 *__restrict__ dw = (ushmemi_dev_v4 *)dst;
+    const ushmemi_dev_v4 *__restrict__ sw = (const ushmemi_dev_v4 *)src;
+    if (nw <= s) {
+        if (r < nw)
+            dw[r] = sw[r];
+        return;
+    }
+    unsigned i = r;
+    for (; i + 3 * s < nw; i += 4 * s) {
+        ushmemi_dev_v4 a = sw[i], b = sw[i + s], c = sw[i + 2 * s], e = sw[i + 3 * s];
+        dw[i] = a;
+        dw[i + s] = b;
+        dw[i + 2 * s] = c;
+        dw[i + 3 * s] = e;
+    }
+    if (i < nw) {
+        const bool pb = i + s < nw, pc = i + 2 * s < nw;
+        ushmemi_dev_v4 a = sw[i], b = a, c = a;
+        if (pb)
+            b = sw[i + s];
+        if (pc)
+            c = sw[i + 2 * s];
+        dw[i] = a;
+        if (pb)
+            dw[i + s] = b;
+        if (pc)
+            dw[i + 2 * s] = c;
+    }
+}
+SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
+{
+    return (((uintptr_t)a | (uintptr_t)b | n) & 15) == 0 && (n >> 36) == 0;
+}
+
+/* The group copies n bytes from src to the peer's dst r: the short path when
+ * both are 16-byte words, else the general copy. */
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, char *r, const void *src, size_t n)
+{
+    if (ushmemi_dev_whole16(r, src, n))
+        ushmemi_dev_copy16(g, r, src, (unsigned)(n >> 4));
+    else
+        ushmemi_dev_copy(g, r, src, n);
+}
+
+/* A group put's data to the peer's copy of dest (the group not synced after).
+ * Payloads of up to 16 bytes in 8-byte words: after the group's sync, rank 0
+ * loads them before the route, so that the load (often a miss: a wait's
+ * acquire empties L1) overlaps the translation, and stores them itself.
+ * Otherwise the group's route (ushmemi_dev_group_route), then the copy.
+ * Returns NULL with nothing stored when the proxy carries the put. *w: pe as a
+ * world PE. */
+template <typename G>
+SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest, const void *src,
+                                         size_t n, int pe, const char *call, int *w)
+{
+    if (ushmemi_dev_small(dest, src, n)) {
+        uint64_t v0 = 0, v1 = 0;
+        g.sync(); /* the group's stores to src first */
+        if (g.rank() == 0 && n) {
+            v0 = ((const uint64_t *)src)[0];
+            if (n > 8)
+                v1 = ((const uint64_t *)src)[1];
+        }
+        char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
+        if (r && g.rank() == 0 && n) {
+            ((uint64_t *)r)[0] = v0;
+            if (n > 8)
+                ((uint64_t *)r)[1] = v1;
+        }
+        return r;
+    }
+    char *r = ushmemi_dev_group_route(d, g, dest, n, pe, call, w);
+    if (r)
+        ushmemi_dev_copy_to(g, r, src, n);
+    return r;
 }
 
 template <typename G>
@@ -703,21 +791,9 @@ SHMEMX_DEV_FN void ushmemi_dev_put(const shmemx_dev_t &d, G g, void *dest, const
                                    size_t n, int pe, bool nbi, const char *call)
 {
     int w;
-    uint64_t v[2] = {0, 0};
-    const bool small = ushmemi_dev_small(dest, src, n);
-    if (small)
-        ushmemi_dev_small_first(g, src, n, v);
-    char *r = ushmemi_dev_route(d, dest, n, pe, call, &w);
-    if (!r) {
+    if (!ushmemi_dev_put_data(d, g, dest, src, n, pe, call, &w)) {
         ushmemi_dev_proxy_put(d, g, dest, src, n, w, nbi, call);
         return;
-    }
-    if (small) {
-        if (g.rank() == 0)
-            ushmemi_dev_small_store(r, n, v);
-    } else {
-        g.sync();
-        ushmemi_dev_copy(g, r, src, n);
     }
     g.sync();
 }
@@ -728,13 +804,15 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
 {
     int w;
     (void)nbi;
-    const char *r = ushmemi_dev_route(d, src, n, pe, call, &w);
+    const char *r = ushmemi_dev_group_route(d, g, src, n, pe, call, &w);
     if (!r) {
         ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
         return;
     }
-    g.sync();
-    ushmemi_dev_copy(g, dest, r, n);
+    if (ushmemi_dev_whole16(dest, r, n))
+        ushmemi_dev_copy16(g, dest, r, (unsigned)(n >> 4));
+    else
+        ushmemi_dev_copy(g, dest, r, n);
     g.sync();
 }
 
@@ -909,12 +987,8 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
                                           const char *call)
 {
     int w;
-    uint64_t v[2] = {0, 0};
-    const bool small = ushmemi_dev_small(dest, source, nbytes); /* see ushmemi_dev_small */
-    if (small)
-        ushmemi_dev_small_first(g, source, nbytes, v);
-    char *r = ushmemi_dev_route(d, dest, nbytes, pe, call, &w);
-    if (!r) { /* one request: the proxy applies the signal after the data */
+    /* through the proxy: one request, which applies the signal after the data */
+    if (!ushmemi_dev_put_data(d, g, dest, source, nbytes, pe, call, &w)) {
         if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)
             ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call); /* says what is wrong */
         ushmemi_dev_check_sym(d, sig_addr, 8, call);
@@ -937,14 +1011,10 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
         g.sync();
         return;
     }
-    if (small) { /* rank 0 stored it all: its release covers its own stores */
-        if (g.rank() == 0)
-            ushmemi_dev_small_store(r, nbytes, v);
-    } else {
+    /* the group's stores, then one release covers them all (a small payload:
+     * rank 0 stored it all, and its release covers its own stores) */
+    if (!ushmemi_dev_small(dest, source, nbytes))
         g.sync();
-        ushmemi_dev_copy(g, r, source, nbytes);
-        g.sync(); /* the group's stores, then one release covers them all */
-    }
     if (g.rank() == 0)
         ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
     g.sync();

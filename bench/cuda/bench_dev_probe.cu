@@ -7,7 +7,7 @@
 //
 // PE 0 prints one line per number, then a short summary ("| " lines):
 //   R <bench> <variant> <bytes> <value>
-// value units: e1_* SM cycles (clock64); e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_* us
+// value units: e1_* SM cycles (clock64); e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_*, e9_* us
 // (per round trip / per operation / per iteration); e6_*, e7_*, e8_bw_* GB/s; e3_smid an
 // SM id; info_* as named. A variant whose data check fails prints
 // "# FAILED: ..." and no R line.
@@ -27,13 +27,17 @@
 //   E7 e7_bw     TMA bulk copy (cp.async.bulk via shared memory, mbarriers) to
 //                the peer against putmem_nbi_block and cudaMemcpyAsync
 //   E8 e8_bw, e8_lat  a group put's fixed cost: putmem_nbi_block (library)
-//                against the previous path (route, sync, copy, sync), NVSHMEM's
-//                form (sync, heap base from the table with ld.nc, plain int4
-//                loop, sync) and a pointer taken once + plain loop; bandwidth
+//                against the earlier path (route, sync, general copy, sync),
+//                and a pointer taken once + the library's 16-byte-word copy
+//                or a plain int4 loop; bandwidth
 //                at 1 CTA (1-64 KiB) and 132 CTAs (64 KiB-4 MiB), put + quiet
 //                latency for a warp and a block (64 B-4 KiB)
+//   E9 e9_signal an 8-byte store to the peer then a signal or a fence, one
+//                thread: the library's release signal against relaxed, GPU-scope
+//                fence and release forms, and the quiet's fence.sc.sys against
+//                fence.sc.gpu (us per iteration)
 // usage: bench_dev_probe [MAX_BYTES (default 1 GiB; E7's largest size)]
-// env: PROBE_EXPS (default "012345678": which experiments run)
+// env: PROBE_EXPS (default "0123456789": which experiments run)
 #include <cuda_runtime.h>
 #include <shmemx.h>
 #include <shmemx_device.cuh>
@@ -70,14 +74,16 @@ static const size_t kGuard = 256;   // bytes after a copy's end that must stay 0
 // Control words (uint64_t indices into the symmetric ctl block), one 128-byte
 // line each so no two share an L1 line.
 enum {
-    C_E1_FLAG = 0,  // E1: the word the loads and the library wait read (0)
-    C_E1_SCR = 16,  // E1: stores and atomics
-    C_E2_SIG = 32,  // E2: the signal word
-    C_E2_DATA = 48, // E2: the 8 bytes put
-    C_E2_SRC = 64,  // E2: their source
-    C_E2_ERR = 80,  // E2: set when a volatile poll gave up
-    C_E5_WORD = 96, // E5: the word stored on the peer
-    C_AGREE = 112,  // 1 if this PE's peer mapping agrees with symmetric addresses mod 16
+    C_E1_FLAG = 0,   // E1: the word the loads and the library wait read (0)
+    C_E1_SCR = 16,   // E1: stores and atomics
+    C_E2_SIG = 32,   // E2: the signal word
+    C_E2_DATA = 48,  // E2: the 8 bytes put
+    C_E2_SRC = 64,   // E2: their source
+    C_E2_ERR = 80,   // E2: set when a volatile poll gave up
+    C_E5_WORD = 96,  // E5: the word stored on the peer
+    C_AGREE = 112,   // 1 if this PE's peer mapping agrees with symmetric addresses mod 16
+    C_E9_DATA = 128, // E9: the data word stored on the peer
+    C_E9_SIG = 144,  // E9: the signal word
     C_WORDS = 1024
 };
 
@@ -625,11 +631,13 @@ __global__ void __launch_bounds__(32)
 }
 
 /* ---- E8: a group put's fixed cost ----
- * V = 0 library (putmem_nbi_block / _warp); 1 the previous library path:
- * route, sync, the library's copy, sync; 2 NVSHMEM's form: sync, the heap base
- * from the peer table (ld.global.nc), a plain strided int4 loop, sync; 3 a
- * pointer taken once, sync, plain int4 loop, sync. */
-static const char *const e8_names[4] = {"lib", "route_sync_copy", "nv_style", "ptr_once_plain"};
+ * V = 0 library (putmem_nbi_block / _warp); 1 the earlier library path:
+ * route in every thread, sync, the general copy (ushmemi_dev_copy), sync; 2 a
+ * pointer taken once, sync, the library's 16-byte-word copy
+ * (ushmemi_dev_copy16), sync; 3 a pointer taken once, sync, a plain strided
+ * int4 loop (one load in flight per thread), sync. */
+static const char *const e8_names[4] = {"lib", "route_sync_copy", "ptr_once_copy16",
+                                        "ptr_once_plain"};
 template <int V, typename G>
 __device__ __forceinline__ void e8_put(const shmemx_dev_t &d, G g, char *dst, const char *src,
                                        size_t n, int pe, char *once)
@@ -644,15 +652,14 @@ __device__ __forceinline__ void e8_put(const shmemx_dev_t &d, G g, char *dst, co
         g.sync();
     } else {
         g.sync();
-        char *r = once;
         if constexpr (V == 2) {
-            uint64_t b = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + pe);
-            r = (char *)(uintptr_t)(b + ((uint64_t)(uintptr_t)dst - d.heap_base));
+            ushmemi_dev_copy16(g, once, src, (unsigned)(n / 16));
+        } else {
+            int4 *__restrict__ t = (int4 *)once;
+            const int4 *__restrict__ s = (const int4 *)src;
+            for (size_t j = g.rank(); j < n / 16; j += g.size())
+                t[j] = s[j];
         }
-        int4 *__restrict__ t = (int4 *)r;
-        const int4 *__restrict__ s = (const int4 *)src;
-        for (size_t j = g.rank(); j < n / 16; j += g.size())
-            t[j] = s[j];
         g.sync();
     }
 }
@@ -679,6 +686,38 @@ __global__ void k_e8_lat(DEVH d, char *dst, const char *src, size_t n, int pe, i
             e8_put<V>(d, shmemx_dev_block_group(), dst, src, n, pe, once);
             shmemx_dev_quiet_block(d);
         }
+    }
+}
+
+/* ---- E9: what a signal and a quiet cost, by fence scope ----
+ * One thread, per iteration: an 8-byte store to the peer's data word, then
+ * V = 0 the library's signal_op (ADD: red.release.sys); 1 red.relaxed.sys
+ * (no ordering: NVSHMEM's signal_op); 2 fence.acq_rel.gpu + red.relaxed.sys;
+ * 3 red.release.gpu; 4 fence.sc.sys (the library's quiet) alone; 5
+ * fence.sc.gpu alone. GPU scope orders the store for every thread of this GPU
+ * (the PEs of this run share it), not for other GPUs or the host. */
+static const char *const e9_names[6] = {"lib_signal",      "red_relaxed_sys", "acq_rel_gpu_red",
+                                        "red_release_gpu", "fence_sc_sys",    "fence_sc_gpu"};
+template <int V>
+__global__ void k_e9(DEVH d, uint64_t *data, uint64_t *sig, int iters, uint64_t seed)
+{
+    uint64_t *pd = (uint64_t *)shmemx_dev_ptr(d, data, 1);
+    uint64_t *ps = (uint64_t *)shmemx_dev_ptr(d, sig, 1);
+    for (int i = 0; i < iters; i++) {
+        *(volatile uint64_t *)pd = seed + (uint64_t)i;
+        if constexpr (V == 0)
+            shmemx_dev_signal_op(d, sig, 1, SHMEMX_DEV_SIGNAL_ADD, 1);
+        else if constexpr (V == 1)
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(ps) : "memory");
+        else if constexpr (V == 2)
+            asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(ps)
+                         : "memory");
+        else if constexpr (V == 3)
+            asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(ps) : "memory");
+        else if constexpr (V == 4)
+            asm volatile("fence.sc.sys;" ::: "memory");
+        else
+            asm volatile("fence.sc.gpu;" ::: "memory");
     }
 }
 
@@ -1326,6 +1365,43 @@ static void e8(probe &p)
     }
 }
 
+/* ---- E9 ---- */
+
+template <int V> static void e9_launch(probe &p, int it, uint64_t seed)
+{
+    k_e9<V><<<1, 1, 0, g_s>>>(p.d, p.ctl + C_E9_DATA, p.ctl + C_E9_SIG, it, seed);
+}
+typedef void (*e9_fn)(probe &, int, uint64_t);
+static const e9_fn e9_fns[6] = {e9_launch<0>, e9_launch<1>, e9_launch<2>,
+                                e9_launch<3>, e9_launch<4>, e9_launch<5>};
+
+static void e9(probe &p)
+{
+    if (g_me != 0)
+        return;
+    const uint64_t *peer = (const uint64_t *)shmem_ptr(p.ctl + C_E9_DATA, 1);
+    for (int v = 0; v < 6; v++) {
+        uint64_t seed = (uint64_t)(v + 1) << 44;
+        int last = 0;
+        double us = measure_us(
+            [&](int it) {
+                e9_fns[v](p, it, seed);
+                CK(cudaGetLastError());
+                last = it;
+            },
+            kReps, kTargetMs);
+        uint64_t got = peek(p, peer);
+        if (got != seed + (uint64_t)last - 1) {
+            char what[120];
+            snprintf(what, sizeof what, "e9_signal %s: the peer's word is 0x%llx", e9_names[v],
+                     (unsigned long long)got);
+            failed(what);
+            continue;
+        }
+        row("e9_signal", e9_names[v], 8, us);
+    }
+}
+
 /* ---- summary (PE 0): one line per bench and size, variants side by side ---- */
 
 static void summary(void)
@@ -1396,7 +1472,7 @@ int main(int argc, char **argv)
 {
     size_t max = argc > 1 ? strtoull(argv[1], NULL, 0) : ((size_t)1 << 30);
     max = std::max(max, (size_t)4 << 20) & ~(size_t)4095;
-    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "012345678";
+    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "0123456789";
     shmem_init();
     g_me = shmem_my_pe();
     if (shmem_n_pes() != 2)
@@ -1421,8 +1497,9 @@ int main(int argc, char **argv)
                "experiments %s\n",
                dev, prop.name, prop.multiProcessorCount, mps, pct ? pct : "unset",
                p.waits ? "allowed" : "off", max, exps);
-        printf("# units: e1_* cycles; e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_* us; e6_*, "
-               "e7_*, e8_bw_* GB/s\n");
+        printf(
+            "# units: e1_* cycles; e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_*, e9_* us; e6_*, "
+            "e7_*, e8_bw_* GB/s\n");
         fflush(stdout);
     }
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
@@ -1458,8 +1535,8 @@ int main(int argc, char **argv)
     struct {
         char id;
         void (*fn)(probe &);
-    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4},
-                 {'5', e5}, {'6', e6}, {'7', e7}, {'8', e8}};
+    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4}, {'5', e5},
+                 {'6', e6}, {'7', e7}, {'8', e8}, {'9', e9}};
     for (const auto &s : steps) {
         // E4 runs with E3 (it measures at E3's fastest and slowest address)
         if (!strchr(exps, s.id) && !(s.id == '3' && strchr(exps, '4')))
