@@ -699,11 +699,12 @@ SHMEMX_DEV_FN char *ushmemi_dev_group_route(const shmemx_dev_t &d, G g, const vo
 }
 
 /* The group copies n bytes that start 16-byte aligned at both ends and are a
- * whole number of 16-byte words (fewer than 2^32): no head or tail, 32-bit
- * indices; at most one word per thread is one guarded load and store (the
- * fewest instructions: a block's 16 warps issue them all on one SM), more
- * go four loads in flight per thread, the last up to three words loaded
- * together before they are stored. The short path of a group put or get. */
+ * whole number of 16-byte words, fewer than 2^31 (no 32-bit index wraps): no
+ * head or tail, 32-bit indices; at most one word per thread is one guarded
+ * load and store (the fewest instructions: a block's 16 warps issue them all
+ * on one SM), more go four loads in flight per thread, the last up to three
+ * words loaded together before they are stored. The short path of a group put
+ * or get. */
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned nw)
 {
@@ -739,7 +740,7 @@ SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned 
 }
 SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
 {
-    return (((uintptr_t)a | (uintptr_t)b | n) & 15) == 0 && (n >> 36) == 0;
+    return (((uintptr_t)a | (uintptr_t)b | n) & 15) == 0 && (n >> 35) == 0;
 }
 
 /* The group copies n bytes from src to the peer's dst r: the short path when
