@@ -584,6 +584,37 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
     }
 }
 
+/* Words [0, nw) of sw to dw by member r of s: four loads in flight per
+ * thread, then the last up to three words loaded together before they are
+ * stored. I: the index type (32-bit where nw < 2^31, so i + 3 * s cannot wrap). */
+template <typename W, typename I>
+SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict__ dw,
+                                          const W *__restrict__ sw, I nw)
+{
+    const I s1 = s, s2 = 2 * (I)s, s3 = 3 * (I)s;
+    I i = r;
+    for (; i + s3 < nw; i += 4 * (I)s) {
+        W a = sw[i], b = sw[i + s1], c = sw[i + s2], e = sw[i + s3];
+        dw[i] = a;
+        dw[i + s1] = b;
+        dw[i + s2] = c;
+        dw[i + s3] = e;
+    }
+    if (i < nw) {
+        const bool pb = i + s1 < nw, pc = i + s2 < nw;
+        W a = sw[i], b = a, c = a;
+        if (pb)
+            b = sw[i + s1];
+        if (pc)
+            c = sw[i + s2];
+        dw[i] = a;
+        if (pb)
+            dw[i + s1] = b;
+        if (pc)
+            dw[i + s2] = c;
+    }
+}
+
 /* The group copies n bytes: the head up to W alignment and the tail in pieces,
  * the body in words of W bytes (dst and src agree modulo W), four loads in
  * flight per thread. */
@@ -599,16 +630,7 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
     size_t nw = (n - head) / sizeof(W), tail = n - head - nw * sizeof(W);
     W *__restrict__ dw = (W *)(dst + head);
     const W *__restrict__ sw = (const W *)(src + head);
-    size_t i = r;
-    for (; i + 3 * (size_t)s < nw; i += 4 * (size_t)s) {
-        W a = sw[i], b = sw[i + s], c = sw[i + 2 * (size_t)s], e = sw[i + 3 * (size_t)s];
-        dw[i] = a;
-        dw[i + s] = b;
-        dw[i + 2 * (size_t)s] = c;
-        dw[i + 3 * (size_t)s] = e;
-    }
-    for (; i < nw; i += s)
-        dw[i] = sw[i];
+    ushmemi_dev_copy_words<W, size_t>(r, s, dw, sw, nw);
     if (tail && r == s - 1)
         ushmemi_dev_copy_pieces((char *)(dw + nw), (const char *)(sw + nw), tail, sizeof(W));
 }
@@ -716,28 +738,9 @@ SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned 
             dw[r] = sw[r];
         return;
     }
-    unsigned i = r;
-    for (; i + 3 * s < nw; i += 4 * s) {
-        ushmemi_dev_v4 a = sw[i], b = sw[i + s], c = sw[i + 2 * s], e = sw[i + 3 * s];
-        dw[i] = a;
-        dw[i + s] = b;
-        dw[i + 2 * s] = c;
-        dw[i + 3 * s] = e;
-    }
-    if (i < nw) {
-        const bool pb = i + s < nw, pc = i + 2 * s < nw;
-        ushmemi_dev_v4 a = sw[i], b = a, c = a;
-        if (pb)
-            b = sw[i + s];
-        if (pc)
-            c = sw[i + 2 * s];
-        dw[i] = a;
-        if (pb)
-            dw[i + s] = b;
-        if (pc)
-            dw[i + 2 * s] = c;
-    }
+    ushmemi_dev_copy_words<ushmemi_dev_v4, unsigned>(r, s, dw, sw, nw);
 }
+
 SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
 {
     return (((uintptr_t)a | (uintptr_t)b | n) & 15) == 0 && (n >> 35) == 0;
