@@ -13,6 +13,7 @@
 # bench_moe_ushmem; then: PREBUILT=1 bench/cuda/dev_run.sh /work/main/build-gpu
 # OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
+# bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }

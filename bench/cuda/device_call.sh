@@ -1,0 +1,45 @@
+#!/bin/bash
+# Everything one GPU session needs in one call of the device tool, from a
+# build made here (BENCH=1 bench/cuda/carry_build.sh, then carry ["build-carry"]):
+# the CUDA tests, the probe, the device benchmark and the MoE benchmark, each
+# behind its own switch and timeout, and at the end all output in one archive
+# ($OUT/all.tgz: the tool returns at most 8 files). Prints the summaries.
+#   CT='^cuda/dev_'   ctest regex over build-gpu (default: none); CT_T (280 s)
+#   PROBE=489         bench_dev_probe experiments (PROBE_EXPS); PROBE_T (200 s)
+#   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
+#   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
+# usage (on the device machine, repository root):
+#   CT='^cuda/dev_rma/' PROBE=8 DEV=1 bash bench/cuda/device_call.sh
+set -u
+: "${OUT:?set OUT to the output folder of the device tool}"
+mkdir -p /work
+[ -L /work/main ] && rm -f /work/main
+[ -e /work/main ] || ln -s "$PWD" /work/main
+[ -e build-gpu ] || ln -s build-carry build-gpu
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+cd /work/main || exit 1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+S=$SECONDS
+if [ -n "${CT:-}" ]; then
+  (cd build-gpu && timeout "${CT_T:-280}" ctest -R "$CT" -E kernel --timeout 140 >"$OUT/ctest.txt" 2>&1)
+  grep -E "tests passed|Failed|\*\*\*|Timeout" "$OUT/ctest.txt" | head -20
+  echo "ctest $((SECONDS - S)) s"
+fi
+if [ -n "${PROBE:-}" ]; then
+  PREBUILT=1 PROBE_EXPS=$PROBE timeout "${PROBE_T:-200}" bash bench/cuda/probe_run.sh \
+    /work/main/build-gpu "$OUT/probe" 268435456 >"$OUT/probe.log" 2>&1
+  grep -E "^\| e[0-9]|^\| E|FAILED|checks" "$OUT/probe/probe.txt" | head -60
+  echo "probe $((SECONDS - S)) s"
+fi
+if [ -n "${DEV:-}" ]; then
+  DEV_COLL_NPES="" PREBUILT=1 timeout "${DEV_T:-250}" bash bench/cuda/dev_run.sh \
+    /work/main/build-gpu "$OUT/dev" >"$OUT/dev.log" 2>&1
+  echo "dev rc=$? $((SECONDS - S)) s"
+fi
+if [ -n "${MOE:-}" ]; then
+  MOE_NPES="$MOE" PREBUILT=1 timeout "${MOE_T:-200}" bash bench/cuda/moe_run.sh \
+    /work/main/build-gpu "$OUT/moe" >"$OUT/moe.log" 2>&1
+  echo "moe rc=$? $((SECONDS - S)) s"
+  tail -40 "$OUT/moe.log"
+fi
+cd "$OUT" && tar czf /tmp/all.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/all.tgz "$OUT/"
