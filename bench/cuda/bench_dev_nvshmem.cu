@@ -49,10 +49,12 @@ static void die(const char *msg)
     exit(1);
 }
 
-static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
-static const int kReps = 5;          // timed launches per number (the median is printed)
-static const double kTargetMs = 20;  // one timed launch of a PE-0-only row lasts about this
-static const int kPairIters = 10000; // iterations per launch of the rows both PEs run
+static const int kBlock = 512;          // threads of every "block" variant and of the put_bw CTAs
+static const int kReps = 5;             // timed launches per number (the median is printed)
+static const int kFaddWords = 16;       // fetch_add: words measured (the median is the row)
+static const size_t kFaddStride = 4096; // bytes between them
+static const double kTargetMs = 20;     // one timed launch of a PE-0-only row lasts about this
+static const int kPairIters = 10000;    // iterations per launch of the rows both PEs run
 static const int kPairWarm = 1000;
 
 /* ---- kernels (the same loops as bench_dev_ushmem.cu) ---- */
@@ -320,16 +322,17 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
 
     char *dst = (char *)nvshmem_malloc(maxbw), *src = (char *)nvshmem_malloc(maxbw);
     uint64_t *small = (uint64_t *)nvshmem_malloc(4096);
-    if (!dst || !src || !small)
+    uint64_t *ctrs = (uint64_t *)nvshmem_malloc(kFaddWords * kFaddStride); // fetch_add targets
+    if (!dst || !src || !small || !ctrs)
         die("nvshmem_malloc failed (NVSHMEM_SYMMETRIC_SIZE: 2 x MAX_BW_BYTES + 1G)");
     uint64_t *flag = small;             // p ping-pong flag
     uint64_t *sig = small + 16;         // put_signal ping-pong signal
     char *sdata = (char *)(small + 32); // put_signal ping-pong data (8 B)
     char *ssrc = (char *)(small + 48);  // its source (8 B)
-    uint64_t *ctr = small + 64;         // fetch_add target
     CK(cudaMemset(src, 1, maxbw));
     CK(cudaMemset(dst, 0, maxbw));
     CK(cudaMemset(small, 0, 4096));
+    CK(cudaMemset(ctrs, 0, kFaddWords * kFaddStride));
     uint64_t *sink = NULL;
     CK(cudaMalloc(&sink, 64));
     CK(cudaDeviceSynchronize());
@@ -354,11 +357,19 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
                 row("put_lat", g == 0 ? "thread" : g == 1 ? "warp" : "block", n, us);
             }
         }
-        double us = measure_us([&](int it) {
-            k_fadd<<<1, 1, 0, g_s>>>(ctr, 1, it, sink);
-            CK(cudaGetLastError());
-        });
-        row("fetch_add_lat", "thread", 8, us);
+        // the median over kFaddWords words kFaddStride apart (as bench_dev_ushmem)
+        std::vector<double> fa;
+        for (int a = 0; a < kFaddWords; a++) {
+            uint64_t *ctr = ctrs + (size_t)a * (kFaddStride / 8);
+            fa.push_back(measure_us([&](int it) {
+                k_fadd<<<1, 1, 0, g_s>>>(ctr, 1, it, sink);
+                CK(cudaGetLastError());
+            }));
+        }
+        std::sort(fa.begin(), fa.end());
+        row("fetch_add_lat", "thread", 8, median(fa));
+        row("fetch_add_lat", "fastest", 8, fa.front());
+        row("fetch_add_lat", "slowest", 8, fa.back());
     }
     pipe_sync();
 
@@ -458,6 +469,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
         fflush(stdout);
     }
     CK(cudaFree(sink));
+    nvshmem_free(ctrs);
     nvshmem_free(small);
     nvshmem_free(src);
     nvshmem_free(dst);

@@ -9,7 +9,9 @@
 //   R <bench> <variant> <bytes> <value>     (value in us, or GB/s for *_bw)
 // bench: floor (1-thread flag round trip between two streams of PE 0, no
 // library), put_lat (putmem_nbi + quiet), p_pingpong, put_signal_pingpong,
-// fetch_add_lat, barrier_all_lat, put_bw (putmem_nbi_block, each CTA its own
+// fetch_add_lat (one thread's dependent fetch_adds on 16 words of PE 1 4 KiB
+// apart, whose times differ by word: variant thread the median, fastest and
+// slowest), barrier_all_lat, put_bw (putmem_nbi_block, each CTA its own
 // chunk, then quiet; variant ctaN), memcpy_bw (cudaMemcpyAsync to the peer's
 // mapping, one per iteration, the baseline for put_bw).
 // usage: bench_dev_ushmem [MAX_BW_BYTES (default 1 GiB)]
@@ -29,10 +31,12 @@
 #include "bench_util.cuh"
 #include "bench_ushmem.cuh"
 
-static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
-static const int kReps = 5;          // timed launches per number (the median is printed)
-static const double kTargetMs = 20;  // one timed launch of a PE-0-only row lasts about this
-static const int kPairIters = 10000; // iterations per launch of the rows both PEs run
+static const int kBlock = 512;          // threads of every "block" variant and of the put_bw CTAs
+static const int kReps = 5;             // timed launches per number (the median is printed)
+static const int kFaddWords = 16;       // fetch_add: words measured (the median is the row)
+static const size_t kFaddStride = 4096; // bytes between them
+static const double kTargetMs = 20;     // one timed launch of a PE-0-only row lasts about this
+static const int kPairIters = 10000;    // iterations per launch of the rows both PEs run
 static const int kPairWarm = 1000;
 
 #define DEVH const SHMEMX_GRID_CONSTANT shmemx_dev_t
@@ -244,16 +248,17 @@ int main(int argc, char **argv)
 
     char *dst = (char *)shmem_malloc(maxbw), *src = (char *)shmem_malloc(maxbw);
     uint64_t *small = (uint64_t *)shmem_malloc(4096);
-    if (!dst || !src || !small)
+    uint64_t *ctrs = (uint64_t *)shmem_malloc(kFaddWords * kFaddStride); // fetch_add targets
+    if (!dst || !src || !small || !ctrs)
         die("shmem_malloc failed (USHMEM_DEVICE_HEAP_SIZE: 2 x MAX_BW_BYTES + 1G)");
     uint64_t *flag = small;             // p ping-pong flag
     uint64_t *sig = small + 16;         // put_signal ping-pong signal
     char *sdata = (char *)(small + 32); // put_signal ping-pong data (8 B)
     char *ssrc = (char *)(small + 48);  // its source (8 B)
-    uint64_t *ctr = small + 64;         // fetch_add target
     CK(cudaMemset(src, 1, maxbw));
     CK(cudaMemset(dst, 0, maxbw));
     CK(cudaMemset(small, 0, 4096));
+    CK(cudaMemset(ctrs, 0, kFaddWords * kFaddStride));
     uint64_t *sink = NULL;
     CK(cudaMalloc(&sink, 64));
     CK(cudaDeviceSynchronize());
@@ -316,14 +321,22 @@ int main(int argc, char **argv)
                 row("put_lat", g == 0 ? "thread" : g == 1 ? "warp" : "block", n, us);
             }
         }
-        // 3. fetch_add latency (PE 0 on PE 1's word)
-        double us = measure_us(
-            [&](int it) {
-                k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
-                CK(cudaGetLastError());
-            },
-            kReps, kTargetMs);
-        row("fetch_add_lat", "thread", 8, us);
+        // 3. fetch_add latency (PE 0 on PE 1's words): the time depends on where
+        // the word lies, so the median over kFaddWords words kFaddStride apart
+        std::vector<double> fa;
+        for (int a = 0; a < kFaddWords; a++) {
+            uint64_t *ctr = ctrs + (size_t)a * (kFaddStride / 8);
+            fa.push_back(measure_us(
+                [&](int it) {
+                    k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
+                    CK(cudaGetLastError());
+                },
+                kReps, kTargetMs));
+        }
+        std::sort(fa.begin(), fa.end());
+        row("fetch_add_lat", "thread", 8, median(fa));
+        row("fetch_add_lat", "fastest", 8, fa.front());
+        row("fetch_add_lat", "slowest", 8, fa.back());
     }
     shmem_barrier_all();
 
@@ -435,6 +448,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     CK(cudaFree(sink));
+    shmem_free(ctrs);
     shmem_free(small);
     shmem_free(src);
     shmem_free(dst);

@@ -84,7 +84,10 @@ def main():
         ("p ping-pong round trip (uint64 p + wait_until, 1 thread)", "p_pingpong", "thread", 8),
         ("putmem_signal ping-pong round trip (8 B, 1 thread)", "put_signal_pingpong", "thread", 8),
         ("putmem_signal ping-pong round trip (8 B, block of 512)", "put_signal_pingpong", "block", 8),
-        ("fetch_add 64-bit on the peer's word (1 thread)", "fetch_add_lat", "thread", 8),
+        ("fetch_add 64-bit on the peer's word (1 thread; median over 16 words 4 KiB apart)",
+         "fetch_add_lat", "thread", 8),
+        ("fetch_add, the fastest of the 16 words", "fetch_add_lat", "fastest", 8),
+        ("fetch_add, the slowest of the 16 words", "fetch_add_lat", "slowest", 8),
         ("barrier_all_block (1 CTA of 512 per PE)", "barrier_all_lat", "block", 0),
     )
     for name, b, v, s in rows:
