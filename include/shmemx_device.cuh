@@ -746,15 +746,15 @@ SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
     return (((uintptr_t)a | (uintptr_t)b | n) & 15) == 0 && (n >> 35) == 0;
 }
 
-/* The group copies n bytes from src to the peer's dst r: the short path when
- * both are 16-byte words, else the general copy. */
+/* The group copies n bytes from src to dst (one of them the peer's copy): the
+ * short path when both are 16-byte words, else the general copy. */
 template <typename G>
-SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, char *r, const void *src, size_t n)
+SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, void *dst, const void *src, size_t n)
 {
-    if (ushmemi_dev_whole16(r, src, n))
-        ushmemi_dev_copy16(g, r, src, (unsigned)(n >> 4));
+    if (ushmemi_dev_whole16(dst, src, n))
+        ushmemi_dev_copy16(g, dst, src, (unsigned)(n >> 4));
     else
-        ushmemi_dev_copy(g, r, src, n);
+        ushmemi_dev_copy(g, dst, src, n);
 }
 
 /* A group put's data to the peer's copy of dest (the group not synced after).
@@ -813,10 +813,7 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
         ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
         return;
     }
-    if (ushmemi_dev_whole16(dest, r, n))
-        ushmemi_dev_copy16(g, dest, r, (unsigned)(n >> 4));
-    else
-        ushmemi_dev_copy(g, dest, r, n);
+    ushmemi_dev_copy_to(g, dest, r, n);
     g.sync();
 }
 
