@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "dev_fadd.cuh"
+
 static int g_me = -1;
 static bool g_nvshmem_up = false;
 
@@ -49,12 +51,10 @@ static void die(const char *msg)
     exit(1);
 }
 
-static const int kBlock = 512;          // threads of every "block" variant and of the put_bw CTAs
-static const int kReps = 5;             // timed launches per number (the median is printed)
-static const int kFaddWords = 16;       // fetch_add: words measured (the median is the row)
-static const size_t kFaddStride = 4096; // bytes between them
-static const double kTargetMs = 20;     // one timed launch of a PE-0-only row lasts about this
-static const int kPairIters = 10000;    // iterations per launch of the rows both PEs run
+static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
+static const int kReps = 5;          // timed launches per number (the median is printed)
+static const double kTargetMs = 20;  // one timed launch of a PE-0-only row lasts about this
+static const int kPairIters = 10000; // iterations per launch of the rows both PEs run
 static const int kPairWarm = 1000;
 
 /* ---- kernels (the same loops as bench_dev_ushmem.cu) ---- */
@@ -322,7 +322,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
 
     char *dst = (char *)nvshmem_malloc(maxbw), *src = (char *)nvshmem_malloc(maxbw);
     uint64_t *small = (uint64_t *)nvshmem_malloc(4096);
-    uint64_t *ctrs = (uint64_t *)nvshmem_malloc(kFaddWords * kFaddStride); // fetch_add targets
+    uint64_t *ctrs = (uint64_t *)nvshmem_malloc(kFaddBytes); // fetch_add targets
     if (!dst || !src || !small || !ctrs)
         die("nvshmem_malloc failed (NVSHMEM_SYMMETRIC_SIZE: 2 x MAX_BW_BYTES + 1G)");
     uint64_t *flag = small;             // p ping-pong flag
@@ -332,7 +332,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
     CK(cudaMemset(src, 1, maxbw));
     CK(cudaMemset(dst, 0, maxbw));
     CK(cudaMemset(small, 0, 4096));
-    CK(cudaMemset(ctrs, 0, kFaddWords * kFaddStride));
+    CK(cudaMemset(ctrs, 0, kFaddBytes));
     uint64_t *sink = NULL;
     CK(cudaMalloc(&sink, 64));
     CK(cudaDeviceSynchronize());
@@ -357,19 +357,16 @@ static int run(int rank, nvshmemx_uniqueid_t id, size_t maxbw)
                 row("put_lat", g == 0 ? "thread" : g == 1 ? "warp" : "block", n, us);
             }
         }
-        // the median over kFaddWords words kFaddStride apart (as bench_dev_ushmem)
-        std::vector<double> fa;
-        for (int a = 0; a < kFaddWords; a++) {
-            uint64_t *ctr = ctrs + (size_t)a * (kFaddStride / 8);
-            fa.push_back(measure_us([&](int it) {
-                k_fadd<<<1, 1, 0, g_s>>>(ctr, 1, it, sink);
-                CK(cudaGetLastError());
-            }));
-        }
-        std::sort(fa.begin(), fa.end());
-        row("fetch_add_lat", "thread", 8, median(fa));
-        row("fetch_add_lat", "fastest", 8, fa.front());
-        row("fetch_add_lat", "slowest", 8, fa.back());
+        // fetch_add on 16 words of PE 1 (dev_fadd.cuh, as bench_dev_ushmem)
+        fadd_rows(
+            ctrs,
+            [&](uint64_t *ctr) {
+                return measure_us([&](int it) {
+                    k_fadd<<<1, 1, 0, g_s>>>(ctr, 1, it, sink);
+                    CK(cudaGetLastError());
+                });
+            },
+            row);
     }
     pipe_sync();
 

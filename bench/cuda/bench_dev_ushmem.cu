@@ -30,13 +30,12 @@
 #define BENCH_GLOBAL_EXIT(status) shmem_global_exit(status)
 #include "bench_util.cuh"
 #include "bench_ushmem.cuh"
+#include "dev_fadd.cuh"
 
-static const int kBlock = 512;          // threads of every "block" variant and of the put_bw CTAs
-static const int kReps = 5;             // timed launches per number (the median is printed)
-static const int kFaddWords = 16;       // fetch_add: words measured (the median is the row)
-static const size_t kFaddStride = 4096; // bytes between them
-static const double kTargetMs = 20;     // one timed launch of a PE-0-only row lasts about this
-static const int kPairIters = 10000;    // iterations per launch of the rows both PEs run
+static const int kBlock = 512;       // threads of every "block" variant and of the put_bw CTAs
+static const int kReps = 5;          // timed launches per number (the median is printed)
+static const double kTargetMs = 20;  // one timed launch of a PE-0-only row lasts about this
+static const int kPairIters = 10000; // iterations per launch of the rows both PEs run
 static const int kPairWarm = 1000;
 
 #define DEVH const SHMEMX_GRID_CONSTANT shmemx_dev_t
@@ -248,7 +247,7 @@ int main(int argc, char **argv)
 
     char *dst = (char *)shmem_malloc(maxbw), *src = (char *)shmem_malloc(maxbw);
     uint64_t *small = (uint64_t *)shmem_malloc(4096);
-    uint64_t *ctrs = (uint64_t *)shmem_malloc(kFaddWords * kFaddStride); // fetch_add targets
+    uint64_t *ctrs = (uint64_t *)shmem_malloc(kFaddBytes); // fetch_add targets
     if (!dst || !src || !small || !ctrs)
         die("shmem_malloc failed (USHMEM_DEVICE_HEAP_SIZE: 2 x MAX_BW_BYTES + 1G)");
     uint64_t *flag = small;             // p ping-pong flag
@@ -258,7 +257,7 @@ int main(int argc, char **argv)
     CK(cudaMemset(src, 1, maxbw));
     CK(cudaMemset(dst, 0, maxbw));
     CK(cudaMemset(small, 0, 4096));
-    CK(cudaMemset(ctrs, 0, kFaddWords * kFaddStride));
+    CK(cudaMemset(ctrs, 0, kFaddBytes));
     uint64_t *sink = NULL;
     CK(cudaMalloc(&sink, 64));
     CK(cudaDeviceSynchronize());
@@ -321,22 +320,18 @@ int main(int argc, char **argv)
                 row("put_lat", g == 0 ? "thread" : g == 1 ? "warp" : "block", n, us);
             }
         }
-        // 3. fetch_add latency (PE 0 on PE 1's words): the time depends on where
-        // the word lies, so the median over kFaddWords words kFaddStride apart
-        std::vector<double> fa;
-        for (int a = 0; a < kFaddWords; a++) {
-            uint64_t *ctr = ctrs + (size_t)a * (kFaddStride / 8);
-            fa.push_back(measure_us(
-                [&](int it) {
-                    k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
-                    CK(cudaGetLastError());
-                },
-                kReps, kTargetMs));
-        }
-        std::sort(fa.begin(), fa.end());
-        row("fetch_add_lat", "thread", 8, median(fa));
-        row("fetch_add_lat", "fastest", 8, fa.front());
-        row("fetch_add_lat", "slowest", 8, fa.back());
+        // 3. fetch_add latency (PE 0 on PE 1's words; dev_fadd.cuh)
+        fadd_rows(
+            ctrs,
+            [&](uint64_t *ctr) {
+                return measure_us(
+                    [&](int it) {
+                        k_fadd<<<1, 1, 0, g_s>>>(d, ctr, 1, it, sink);
+                        CK(cudaGetLastError());
+                    },
+                    kReps, kTargetMs);
+            },
+            row);
     }
     shmem_barrier_all();
 
