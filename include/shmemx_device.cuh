@@ -152,6 +152,10 @@ SHMEMX_DEV_FN void ushmemi_dev_red_release_add64(volatile void *p, uint64_t v)
 {
     asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+SHMEMX_DEV_FN void ushmemi_dev_red_relaxed_add64(volatile void *p, uint64_t v)
+{
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_nc64(const void *p)
 {
     uint64_t v;
@@ -938,8 +942,10 @@ SHMEMX_DEV_FN void shmemx_dev_fence(const shmemx_dev_t &d)
 
 /* ---- signals ---- */
 
+/* relaxed: a plain atomic update, ordered after earlier data only by the
+ * caller's quiet or fence; otherwise a release. */
 SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint64_t value,
-                                      int sig_op, int pe, const char *call)
+                                      int sig_op, int pe, bool relaxed, const char *call)
 {
     int w;
     uint64_t *r = (uint64_t *)ushmemi_dev_route(d, sig, 8, pe, call, &w);
@@ -956,9 +962,15 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
         (void)ushmemi_dev_ring_call(d, q, w, call);
     } else if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
         ushmemi_dev_need_atomics(d, pe, call);
-        ushmemi_dev_red_release_add64(r, value);
+        if (relaxed)
+            ushmemi_dev_red_relaxed_add64(r, value);
+        else
+            ushmemi_dev_red_release_add64(r, value);
     } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
-        ushmemi_dev_st_release64(r, value);
+        if (relaxed)
+            ushmemi_dev_st_relaxed64(r, value);
+        else
+            ushmemi_dev_st_release64(r, value);
     } else {
         printf("ushmem: PE %d: %s: unknown signal operator %d (SHMEM_SIGNAL_SET or _ADD)\n",
                d.world_pe, call, sig_op);
@@ -971,7 +983,21 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
 SHMEMX_DEV_FN void shmemx_dev_signal_op(const shmemx_dev_t &d, uint64_t *sig_addr, uint64_t signal,
                                         int sig_op, int pe)
 {
-    ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, "shmemx_dev_signal_op");
+    ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, false, "shmemx_dev_signal_op");
+}
+
+/* The same update with no ordering of its own, as NVSHMEM's nvshmemx_signal_op
+ * and OpenSHMEM's shmem_signal_op: what it announces must be complete first,
+ * by a quiet the signalling thread took part in (shmemx_dev_quiet in it, or a
+ * _warp/_block quiet of its group), or, for earlier puts to the same PE, by
+ * shmemx_dev_fence. One relaxed system-scope atomic: about 0.01 us where the
+ * release form waits 0.7 us for the thread's stores (probe E9); for several
+ * signals after one quiet (a dispatch announcing rows to every PE). Through
+ * the proxy it is applied after this thread's earlier requests to pe. */
+SHMEMX_DEV_FN void shmemx_dev_signal_op_relaxed(const shmemx_dev_t &d, uint64_t *sig_addr,
+                                                uint64_t signal, int sig_op, int pe)
+{
+    ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, true, "shmemx_dev_signal_op_relaxed");
 }
 
 /* This PE's signal word, with acquire semantics. */
@@ -991,7 +1017,7 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
     /* through the proxy: one request, which applies the signal after the data */
     if (!ushmemi_dev_put_data(d, g, dest, source, nbytes, pe, call, &w)) {
         if (sig_op != SHMEMX_DEV_SIGNAL_ADD && sig_op != SHMEMX_DEV_SIGNAL_SET)
-            ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call); /* says what is wrong */
+            ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, false, call); /* says what */
         ushmemi_dev_check_sym(d, sig_addr, 8, call);
         g.sync();
         if (g.rank() == 0) {
@@ -1017,7 +1043,7 @@ SHMEMX_DEV_FN void ushmemi_dev_put_signal(const shmemx_dev_t &d, G g, void *dest
     if (!ushmemi_dev_small(dest, source, nbytes))
         g.sync();
     if (g.rank() == 0)
-        ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, call);
+        ushmemi_dev_signal(d, sig_addr, signal, sig_op, pe, false, call);
     g.sync();
 }
 

@@ -282,7 +282,8 @@ SHMEMX_DEV_FN size_t ushmemi_dev_scan(const shmemx_dev_t &d, G g, size_t count, 
         uint64_t val = count;
         for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
             if (me + dist < n)
-                ushmemi_dev_signal(d, cells + r, val + 1, SHMEMX_DEV_SIGNAL_SET, me + dist, call);
+                ushmemi_dev_signal(d, cells + r, val + 1, SHMEMX_DEV_SIGNAL_SET, me + dist, false,
+                                   call);
             if (me >= dist) {
                 uint64_t t0 = 0, x;
                 for (unsigned polls = 1; (x = ushmemi_dev_ld_acquire64(cells + r)) == 0; polls++)

@@ -382,14 +382,14 @@ __device__ __forceinline__ void e2_put(const shmemx_dev_t &d, char *data, const 
         if (!r)
             ushmemi_dev_trap();
         *(uint64_t *)r = val;
-        ushmemi_dev_signal(d, sig, v, SHMEMX_DEV_SIGNAL_SET, peer, "e2_v3");
+        ushmemi_dev_signal(d, sig, v, SHMEMX_DEV_SIGNAL_SET, peer, false, "e2_v3");
     } else {
         int w;
         char *r = ushmemi_dev_route(d, data, 8, peer, "e2_v4", &w);
         if (!r)
             ushmemi_dev_trap();
         h1a_copy(r, data, src, 8);
-        ushmemi_dev_signal(d, sig, v, SHMEMX_DEV_SIGNAL_SET, peer, "e2_v4");
+        ushmemi_dev_signal(d, sig, v, SHMEMX_DEV_SIGNAL_SET, peer, false, "e2_v4");
     }
 }
 // false: gave up (v5's own 5 s limit; the library's waits trap on theirs)

@@ -11,7 +11,9 @@
 //    row there with a remote fetch_add on that PE's counter, then the warp puts
 //    the row into the reserved slot (putmem_nbi_warp). Each CTA then quiets
 //    (quiet_block) and thread 0 adds (1 << 32) + rows-sent to word [me] of
-//    every PE's signal array. CTA 0 of each PE waits until every source's word
+//    every PE's signal array (shmemx_dev_signal_op_relaxed: the quiet orders
+//    the rows, as NVSHMEM's nvshmemx_signal_op; MOE_SIGNAL=release in the
+//    environment takes the release form shmemx_dev_signal_op instead). CTA 0 of each PE waits until every source's word
 //    reaches BLOCKS << 32 (all CTAs of every PE have signalled): the rows it
 //    counts have arrived.
 //  combine: each warp takes received rows in turn and puts each back into its
@@ -37,6 +39,7 @@
 // share of the GPU).
 // Run: USHMEM_DEVICE=0 ushrun --mps -n N bench_moe_ushmem [options]  (see moe_usage)
 #include <cuda_runtime.h>
+#include <string.h>
 #include <shmemx.h>
 #include <shmemx_device.cuh>
 
@@ -59,7 +62,7 @@ __global__ void k_barrier(DEVH d)
 // receive buffer's rows; nrecv: set to the rows received (for the combine).
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
     k_dispatch(DEVH d, moe_cfg c, const float *x, float *rows, uint64_t *counter, uint64_t *sig,
-               uint64_t cap, int *nrecv, uint64_t *st)
+               uint64_t cap, int *nrecv, uint64_t *st, int release)
 {
     __shared__ unsigned sent[MOE_MAX_PES];
     __shared__ uint64_t wend[MOE_MAX_THREADS / 32];
@@ -98,8 +101,11 @@ __global__ void __launch_bounds__(MOE_MAX_THREADS)
         moe_stamp(st, MOE_ST_D_ISSUED, moe_last_warp(wend));
         for (int i = 1; i <= n; i++) {
             const int p = (me + i) % n;
-            shmemx_dev_signal_op(d, sig + me, ((uint64_t)1 << 32) | sent[p], SHMEMX_DEV_SIGNAL_ADD,
-                                 p);
+            const uint64_t v = ((uint64_t)1 << 32) | sent[p];
+            if (release)
+                shmemx_dev_signal_op(d, sig + me, v, SHMEMX_DEV_SIGNAL_ADD, p);
+            else
+                shmemx_dev_signal_op_relaxed(d, sig + me, v, SHMEMX_DEV_SIGNAL_ADD, p);
         }
         moe_stamp(st, MOE_ST_D_SIGNALLED, moe_now());
     }
@@ -196,9 +202,10 @@ int main(int argc, char **argv)
         const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
         printf("# bench_moe_ushmem: %d PEs, CUDA device %d (%s, %d SMs), "
                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s; %d tokens x top-%d per PE, %d-byte rows, "
-               "%d CTAs x %d threads, %d rounds after %d warm-up\n",
+               "%d CTAs x %d threads, %d rounds after %d warm-up; dispatch signals %s\n",
                c.npes, dev, prop.name, prop.multiProcessorCount, pct ? pct : "unset", c.tokens,
-               c.topk, c.hidden * 4, c.blocks, c.threads, c.rounds, c.warmup);
+               c.topk, c.hidden * 4, c.blocks, c.threads, c.rounds, c.warmup,
+               getenv("MOE_SIGNAL") ? getenv("MOE_SIGNAL") : "relaxed");
         fflush(stdout);
     }
     if (why) {
@@ -259,7 +266,12 @@ int main(int argc, char **argv)
     char msg[512];
     int threads = c.threads;
     void *bargs[] = {(void *)&d};
-    void *dargs[] = {(void *)&d, &c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv, &st};
+    const char *sigform = getenv("MOE_SIGNAL");
+    int release = sigform && strcmp(sigform, "release") == 0;
+    if (sigform && !release && strcmp(sigform, "relaxed") != 0)
+        die("MOE_SIGNAL: release or relaxed");
+    void *dargs[] = {(void *)&d, &c,  &x,     &rows, &counter, &sig, (void *)&cap,
+                     &nrecv,     &st, &release};
     void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out, &st};
     for (int r = 0; r < c.warmup + R; r++) {
         // untimed: reset, this round's rows, everyone ready

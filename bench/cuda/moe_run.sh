@@ -20,7 +20,9 @@
 # usage: bash bench/cuda/moe_run.sh BUILD_DIR OUTDIR
 # env: MOE_NPES ("2 4 8"), MOE_ARGS (options for both programs, e.g. "-t 4096 -r 100";
 #      see moe_usage in moe_common.cuh), MOE_HEAP_MB (1024: each PE's device heap,
-#      both libraries), MOE_RUN_TIMEOUT (300 s per program), PREBUILT
+#      both libraries), MOE_RUN_TIMEOUT (300 s per program), PREBUILT,
+#      MOE_ALSO_RELEASE=1 (ushmem once more with MOE_SIGNAL=release: the
+#      dispatch signals as releases; prints its R lines)
 set -u
 B=${1:?usage: moe_run.sh BUILD_DIR OUTDIR}
 O=${2:?usage: moe_run.sh BUILD_DIR OUTDIR}
@@ -94,6 +96,15 @@ for n in $NPES_LIST; do
     timeout "$T_RUN" "$B/tools/ushrun" --timeout $((T_RUN - 20)) -n "$n" \
     "$B/bench_moe_ushmem" ${ARGS[@]+"${ARGS[@]}"} 2>&1 | tee "$u"
   finish bench_moe_ushmem "$n" "$u" "${PIPESTATUS[0]}" "$t0"
+  if [ "${MOE_ALSO_RELEASE:-0}" = 1 ]; then # the release-signal form too (its R lines only)
+    t0=$SECONDS
+    env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" USHMEM_MPS=1 USHMEM_DEVICE=0 MOE_SIGNAL=release \
+      USHMEM_DEVICE_HEAP_SIZE="${HEAP_MB}M" \
+      timeout "$T_RUN" "$B/tools/ushrun" --timeout $((T_RUN - 20)) -n "$n" \
+      "$B/bench_moe_ushmem" ${ARGS[@]+"${ARGS[@]}"} >"$O/moe_ushmem_release_np$n.txt" 2>&1
+    finish "bench_moe_ushmem (MOE_SIGNAL=release)" "$n" "$O/moe_ushmem_release_np$n.txt" "$?" "$t0"
+    grep "^R moe_" "$O/moe_ushmem_release_np$n.txt" | sed 's/^R /R release: /'
+  fi
   v=$O/moe_nvshmem_np$n.txt
   : >"$v"
   if [ -n "$NV" ]; then

@@ -345,9 +345,11 @@ static void run_sequences(const shmemx_dev_t &d, cudaStream_t s, int remote)
 
 #define MP_WORDS 64
 
-/* PE 0: round r writes MP_WORDS words = r into the reader's data (odd rounds
- * putmem_block from a staging buffer, even rounds plain stores through
- * shmemx_dev_ptr), publishes r with a release signal and waits for the ack. */
+/* PE 0: round r writes MP_WORDS words = r into the reader's data and publishes
+ * r, then waits for the ack. By r % 3: putmem_block from a staging buffer and
+ * a release signal; plain stores through shmemx_dev_ptr and a release signal;
+ * putmem_nbi_block, quiet_block and a relaxed signal from the block's last
+ * thread (not the one whose fence the quiet ran). */
 __global__ void k_mp_writer(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, uint64_t *data,
                             uint64_t *stage, uint64_t *sig, uint64_t *ack, long long rounds,
                             int reader)
@@ -355,17 +357,26 @@ __global__ void k_mp_writer(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, uint64_t 
     unsigned t = threadIdx.x; /* blockDim.x == MP_WORDS */
     uint64_t *peer = (uint64_t *)shmemx_dev_ptr(d, data, reader);
     for (long long r = 1; r <= rounds; r++) {
-        if ((r & 1) || !peer) {
+        const int mode = (int)(r % 3);
+        if (mode == 2) {
             stage[t] = (uint64_t)r;
-            shmemx_dev_putmem_block(d, data, stage, MP_WORDS * sizeof(uint64_t), reader);
+            shmemx_dev_putmem_nbi_block(d, data, stage, MP_WORDS * sizeof(uint64_t), reader);
+            shmemx_dev_quiet_block(d);
+            if (t == MP_WORDS - 1)
+                shmemx_dev_signal_op_relaxed(d, sig, (uint64_t)r, SHMEMX_DEV_SIGNAL_SET, reader);
         } else {
-            peer[t] = (uint64_t)r;
-            __syncthreads();
+            if (mode == 0 || !peer) {
+                stage[t] = (uint64_t)r;
+                shmemx_dev_putmem_block(d, data, stage, MP_WORDS * sizeof(uint64_t), reader);
+            } else {
+                peer[t] = (uint64_t)r;
+                __syncthreads();
+            }
+            if (t == 0)
+                shmemx_dev_signal_op(d, sig, (uint64_t)r, SHMEMX_DEV_SIGNAL_SET, reader);
         }
-        if (t == 0) {
-            shmemx_dev_signal_op(d, sig, (uint64_t)r, SHMEMX_DEV_SIGNAL_SET, reader);
+        if (t == 0)
             shmemx_dev_signal_wait_until(d, ack, SHMEMX_DEV_CMP_GE, (uint64_t)r);
-        }
         __syncthreads();
     }
 }
@@ -441,8 +452,8 @@ static void run_litmus(const shmemx_dev_t &d, cudaStream_t s, long long rounds)
                      (unsigned long long)last[i], rounds);
     }
     if (me <= 1)
-        printf("PE %d: PASS litmus (%s): %lld rounds of 64 words + release signal / acquire wait "
-               "+ ack, %.2f us per round\n",
+        printf("PE %d: PASS litmus (%s): %lld rounds of 64 words + release signal (or quiet + "
+               "relaxed signal) / acquire wait + ack, %.2f us per round\n",
                me, me == 0 ? "writer" : "reader", rounds, (t1 - t0) * 1e6 / (double)rounds);
     fflush(stdout);
     shmem_barrier_all();

@@ -40,7 +40,8 @@ __host__ __device__ static inline uint64_t moe_word(const moe_cfg &c, int src, i
 
 /* One warp per token: lanes fill the row in a private staging buffer, lane 0
  * reserves the slot at the destination, the warp puts the row, the warp
- * quiets, lane 0 adds 1 to the destination's signal. */
+ * quiets, lane 0 adds 1 to the destination's signal (odd tokens with the
+ * relaxed signal, even ones with the release). */
 __global__ void k_dispatch(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, moe_cfg c, uint64_t *rows,
                            unsigned long long *counter, uint64_t *signal, uint64_t *stage)
 {
@@ -65,7 +66,9 @@ __global__ void k_dispatch(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, moe_cfg c,
             shmemx_dev_putmem_warp(d, rows + slot * (ROW_BYTES / 8), my_stage,
                                    (size_t)c.row_words * 8, dst);
             shmemx_dev_quiet_warp(d);
-            if (lane == 0)
+            if (lane == 0 && (t & 1)) /* the quiet orders the row: a relaxed signal will do */
+                shmemx_dev_signal_op_relaxed(d, signal, 1, SHMEMX_DEV_SIGNAL_ADD, dst);
+            else if (lane == 0)
                 shmemx_dev_signal_op(d, signal, 1, SHMEMX_DEV_SIGNAL_ADD, dst);
             __syncwarp();
         }

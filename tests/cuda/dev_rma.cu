@@ -13,10 +13,12 @@
 enum { V_THREAD, V_WARP, V_BLOCK };
 static const char *const vname[] = {"thread", "warp", "block"};
 /* Put modes: putmem_signal; putmem_signal_nbi; putmem then signal_op (the
- * release covers the group's stores); putmem_nbi, quiet, signal_op. */
-enum { M_SIGNAL, M_SIGNAL_NBI, M_PUT_SIGOP, M_NBI_QUIET_SIGOP, M_COUNT };
+ * release covers the group's stores); putmem_nbi, quiet, signal_op; putmem_nbi,
+ * quiet, signal_op_relaxed (the quiet alone orders the data). */
+enum { M_SIGNAL, M_SIGNAL_NBI, M_PUT_SIGOP, M_NBI_QUIET_SIGOP, M_NBI_QUIET_RELAXED, M_COUNT };
 static const char *const mname[] = {"putmem_signal", "putmem_signal_nbi", "putmem+signal_op",
-                                    "putmem_nbi+quiet+signal_op"};
+                                    "putmem_nbi+quiet+signal_op",
+                                    "putmem_nbi+quiet+signal_op_relaxed"};
 
 static const size_t MAXN = (size_t)64 << 20;
 static const size_t MAXGET = (size_t)16 << 20;
@@ -145,7 +147,10 @@ __global__ void k_put(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, int variant, in
         default:
             shmemx_dev_putmem_nbi(d, dd, ss, m, pe);
             shmemx_dev_quiet(d);
-            shmemx_dev_signal_op(d, sig, 1, sig_op, pe);
+            if (mode == M_NBI_QUIET_RELAXED)
+                shmemx_dev_signal_op_relaxed(d, sig, 1, sig_op, pe);
+            else
+                shmemx_dev_signal_op(d, sig, 1, sig_op, pe);
             break;
         }
     } else if (variant == V_WARP) {
@@ -162,7 +167,9 @@ __global__ void k_put(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, int variant, in
         default:
             shmemx_dev_putmem_nbi_warp(d, dd, ss, m, pe);
             shmemx_dev_quiet_warp(d);
-            if (tid % 32 == 0)
+            if (tid % 32 == 0 && mode == M_NBI_QUIET_RELAXED)
+                shmemx_dev_signal_op_relaxed(d, sig, 1, sig_op, pe);
+            else if (tid % 32 == 0)
                 shmemx_dev_signal_op(d, sig, 1, sig_op, pe);
             break;
         }
@@ -180,7 +187,10 @@ __global__ void k_put(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, int variant, in
         default:
             shmemx_dev_putmem_nbi_block(d, dd, ss, m, pe);
             shmemx_dev_quiet_block(d);
-            if (tid == 0)
+            /* the last thread, not the one that fenced: any thread of the group may signal */
+            if (tid == blockDim.x * blockDim.y * blockDim.z - 1 && mode == M_NBI_QUIET_RELAXED)
+                shmemx_dev_signal_op_relaxed(d, sig, 1, sig_op, pe);
+            else if (tid == 0 && mode != M_NBI_QUIET_RELAXED)
                 shmemx_dev_signal_op(d, sig, 1, sig_op, pe);
             break;
         }
