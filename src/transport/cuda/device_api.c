@@ -49,6 +49,70 @@ static struct {
     uint64_t near[SHMEMX_DEV_NEAR_MAX];
 } dev;
 
+/* The collective launch's residency check, asked of the driver once per
+ * kernel shape: a function's occupancy at (threads, shared bytes) and this
+ * context's SMs stay fixed while the job runs, and the queries cost more than
+ * the launch (they ran on every launch before). Emptied at every init. */
+#define FIT_SLOTS 16
+static struct {
+    pthread_mutex_t lock;
+    int have_ctx, coop, sms; /* this context's: cooperative launch, SMs it may use */
+    unsigned next;           /* the slot the next new shape takes (round robin) */
+    struct {
+        CUfunction f;
+        unsigned threads;
+        size_t shared;
+        int per_sm;
+    } slot[FIT_SLOTS];
+} fit = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void fit_reset(void)
+{
+    pthread_mutex_lock(&fit.lock);
+    fit.have_ctx = 0;
+    fit.next = 0;
+    memset(fit.slot, 0, sizeof fit.slot);
+    pthread_mutex_unlock(&fit.lock);
+}
+
+/* *per_sm, *sms, *coop for f at this shape; a driver status. */
+static CUresult fit_get(CUfunction f, unsigned threads, size_t shared, int *per_sm, int *sms,
+                        int *coop)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&fit.lock);
+    if (!fit.have_ctx) {
+        cuda_card_t me;
+        memset(&me, 0, sizeof me);
+        ushmemi_cuda_dev_card(&me);
+        fit.sms = me.sm_ctx;
+        fit.coop = 0;
+        ushmemi_cu.cuDeviceGetAttribute(&fit.coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                                        ushmemi_cuda.dev);
+        fit.have_ctx = 1;
+    }
+    *sms = fit.sms;
+    *coop = fit.coop;
+    int i = 0;
+    while (i < FIT_SLOTS &&
+           !(fit.slot[i].f == f && fit.slot[i].threads == threads && fit.slot[i].shared == shared))
+        i++;
+    if (i < FIT_SLOTS) {
+        *per_sm = fit.slot[i].per_sm;
+    } else {
+        r = ushmemi_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, f, (int)threads, shared);
+        if (r == CUDA_SUCCESS) {
+            i = (int)(fit.next++ % FIT_SLOTS);
+            fit.slot[i].f = f;
+            fit.slot[i].threads = threads;
+            fit.slot[i].shared = shared;
+            fit.slot[i].per_sm = *per_sm;
+        }
+    }
+    pthread_mutex_unlock(&fit.lock);
+    return r;
+}
+
 /* Under MPS the device reports only this client's SMs (66 of an H200's 132 at
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50, measured), so the GPU's whole count is
  * estimated back from the percentage the client runs at (100 when unset). */
@@ -193,6 +257,7 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     if (!table)
         return USHMEM_ENOMEM;
     judge_waits(cards, n);
+    fit_reset();
     for (int pe = 0; pe < n; pe++) {
         table[pe] = (uint64_t)(uintptr_t)peer[pe];
         int ord = u->peer_dev[pe], native = 0;
@@ -407,18 +472,11 @@ USHMEMI_API int shmemx_collective_launch_cu(void *cu_function, unsigned gx, unsi
         return SHMEMX_ERR_INVALID;
     }
     ushmemi_cuda_ctx();
-    ushmemi_cu.cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
-                                    ushmemi_cuda.dev);
-    CUresult r = ushmemi_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, f, (int)((size_t)bx * by * bz), shared_bytes);
+    CUresult r = fit_get(f, bx * by * bz, shared_bytes, &per_sm, &sms, &coop);
     if (r != CUDA_SUCCESS) {
         ushmemi_error(call, "occupancy query failed: %s", ushmemi_cu_errstr(r));
         return SHMEMX_ERR_INVALID;
     }
-    cuda_card_t me;
-    memset(&me, 0, sizeof me);
-    ushmemi_cuda_dev_card(&me);
-    sms = me.sm_ctx;
     unsigned long long blocks = (unsigned long long)gx * gy * gz;
     if (!coop || blocks > (unsigned long long)per_sm * (unsigned long long)sms) {
         ushmemi_error(call,
