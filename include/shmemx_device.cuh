@@ -51,9 +51,6 @@ extern "C" __device__ int printf(const char *, ...);
 #endif
 
 #define SHMEMX_DEV_FN static __forceinline__ __device__
-/* Rare paths (the proxy's ring, error messages) stay out of line: a kernel's
- * hot loop then holds only the fast path, with no long jumps over cold code. */
-#define USHMEMI_DEV_COLD static __attribute__((noinline)) __device__
 
 /* For the handle parameter: `const SHMEMX_GRID_CONSTANT shmemx_dev_t d` (no
  * copy to local memory when a function takes its address), where supported. */
@@ -371,22 +368,6 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
     return ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + w);
 }
 
-/* ushmemi_dev_route's rare cases: a bad PE traps with the range message; an
- * unmapped heap gives NULL where the proxy reaches it, else a trap. */
-USHMEMI_DEV_COLD char *ushmemi_dev_route_cold(const shmemx_dev_t &d, int pe, int wp,
-                                              const char *call)
-{
-    (void)ushmemi_dev_world(d, pe, call);
-    if (d.proxy != 0)
-        return 0;
-    ushmemi_dev_check_handle(d, call);
-    printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (no peer access "
-           "between the GPUs); use the host or stream API for it\n",
-           d.world_pe, call, wp);
-    ushmemi_dev_trap();
-    return 0;
-}
-
 /* The peer's copy of [sym, sym+n); NULL when pe's heap is not mapped here but
  * the proxy reaches it (another host: the caller hands the operation to the
  * ring); a trap naming the call when neither. *w: pe as a world PE.
@@ -407,8 +388,17 @@ SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, si
     ushmemi_dev_check_sym(d, sym, n, call);
     if (!self && !near && (unsigned)pe < (unsigned)d.n_pes) /* beyond the handle's own copies */
         base = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + wp);
-    if (__builtin_expect((unsigned)pe >= (unsigned)d.n_pes || base == 0, 0))
-        return ushmemi_dev_route_cold(d, pe, wp, call);
+    if ((unsigned)pe >= (unsigned)d.n_pes || base == 0) {
+        (void)ushmemi_dev_world(d, pe, call); /* traps with the range message */
+        if (d.proxy != 0)
+            return 0;
+        ushmemi_dev_check_handle(d, call);
+        printf("ushmem: PE %d: %s: PE %d's device heap is not mapped on this GPU (no peer access "
+               "between the GPUs); use the host or stream API for it\n",
+               d.world_pe, call, wp);
+        ushmemi_dev_trap();
+        return 0;
+    }
     return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - hb));
 }
 
@@ -456,8 +446,8 @@ SHMEMX_DEV_FN void ushmemi_dev_ring_tick(const shmemx_dev_t &d, const ushmemi_de
 /* Takes a ticket, waits for its slot's previous lap to be released (only the
  * thread whose ticket equals free_cache reads free_upto over the bus and
  * raises free_cache for those behind it), fills the slot, then its seq. */
-USHMEMI_DEV_COLD uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
-                                                const char *call)
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
+                                             const char *call)
 {
     const ushmemi_dev_ring_t *r = ushmemi_dev_ring(d);
     uint64_t *head = (uint64_t *)(uintptr_t)r->head;
@@ -537,18 +527,14 @@ SHMEMX_DEV_FN void ushmemi_dev_proxy_quiet(const shmemx_dev_t &d, const char *ca
     (void)ushmemi_dev_ring_call(d, q, d.world_pe, call);
 }
 
-USHMEMI_DEV_COLD void ushmemi_dev_no_atomics(const shmemx_dev_t &d, const char *call)
+SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const char *call)
 {
-    printf("ushmem: PE %d: %s: the GPUs of this job lack native peer-to-peer atomics, so "
-           "device atomics on other PEs are off (use the host API's atomics)\n",
-           d.world_pe, call);
-    ushmemi_dev_trap();
-}
-/* w: the target as a world PE */
-SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int w, const char *call)
-{
-    if (__builtin_expect(!(d.flags & SHMEMX_DEV_F_PEER_ATOMICS) && w != d.world_pe, 0))
-        ushmemi_dev_no_atomics(d, call);
+    if (!(d.flags & SHMEMX_DEV_F_PEER_ATOMICS) && d.team_start + pe * d.team_stride != d.world_pe) {
+        printf("ushmem: PE %d: %s: the GPUs of this job lack native peer-to-peer atomics, so "
+               "device atomics on other PEs are off (use the host API's atomics)\n",
+               d.world_pe, call);
+        ushmemi_dev_trap();
+    }
 }
 
 /* ---- queries ---- */
@@ -975,7 +961,7 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
                          0};
         (void)ushmemi_dev_ring_call(d, q, w, call);
     } else if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
-        ushmemi_dev_need_atomics(d, w, call);
+        ushmemi_dev_need_atomics(d, pe, call);
         if (relaxed)
             ushmemi_dev_red_relaxed_add64(r, value);
         else
@@ -1143,7 +1129,7 @@ SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T 
         return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_call(d, q, w, call));
     }
     if (op != USHMEMI_DEV_AMO_FETCH)
-        ushmemi_dev_need_atomics(d, w, call);
+        ushmemi_dev_need_atomics(d, pe, call);
     uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
     uint64_t old = sizeof(T) == 4 ? ushmemi_dev_amo32(r, op, (uint32_t)v, (uint32_t)c)
                                   : ushmemi_dev_amo64(r, op, v, c);

@@ -452,17 +452,15 @@ __global__ void e2_pingpong(DEVH d, char *data, const char *src, uint64_t *sig, 
  * 2 atomicAdd_system on that pointer (NVSHMEM's form: generic address);
  * 3 raw atom on a pointer taken with shmemx_dev_ptr on every call; 4 atom.relaxed.gpu
  * (GPU scope, where ours is .sys) on the pointer taken once. Pieces of the
- * route, recomputed on every call before the raw atom: 5 the handle's first
- * near base (a fixed constant-bank offset); 6 near_base[world PE - near_first]
- * (an indexed constant-bank load); 7 the device table peer_base[world PE]
- * through ld.global.nc (as NVSHMEM's peer-base table).
+ * route, recomputed on every call before the raw atom: 5 near_base[world PE -
+ * near_first] (an indexed constant-bank load); 6 the device table
+ * peer_base[world PE] through ld.global.nc (as NVSHMEM's peer-base table).
  * out[0] sum, out[1] the last value fetched, out[2] %smid. */
-static const char *const fadd_names[8] = {"lib",
+static const char *const fadd_names[7] = {"lib",
                                           "raw_ptr_once",
                                           "atomicadd_sys_ptr_once",
                                           "raw_ptr_per_call",
                                           "raw_gpu_ptr_once",
-                                          "route_near0",
                                           "route_near_idx",
                                           "route_ldg_table"};
 __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
@@ -498,8 +496,6 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
             const int wp = d.team_start + pe * d.team_stride;
             uint64_t base;
             if constexpr (F == 5)
-                base = d.near_base[0];
-            else if constexpr (F == 6)
                 base = d.near_base[wp - d.near_first];
             else
                 base = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + wp);
@@ -1068,9 +1064,9 @@ template <int F> static void fadd_launch(const shmemx_dev_t &d, uint64_t *c, int
 {
     k_fadd<F><<<1, 1, 0, g_s>>>(d, c, 1, it, o);
 }
-static const fadd_fn fadd_fns[8] = {fadd_launch<0>, fadd_launch<1>, fadd_launch<2>,
+static const fadd_fn fadd_fns[7] = {fadd_launch<0>, fadd_launch<1>, fadd_launch<2>,
                                     fadd_launch<3>, fadd_launch<4>, fadd_launch<5>,
-                                    fadd_launch<6>, fadd_launch<7>};
+                                    fadd_launch<6>};
 
 // One launch of form f on counter idx (set*kCtrs + i): us per fetch_add; *sm
 // where it ran; false when the values fetched were not the expected ones.
@@ -1165,7 +1161,7 @@ static void e3_e4(probe &p)
         for (int k = 0; k < 2; k++) {
             printf("# e4 %s address: %s_%02d (E3 library median %.3f us)\n", wname[k],
                    set_names[where[k] / kCtrs], where[k] % kCtrs, lib_med[where[k]]);
-            for (int f = 0; f < 8; f++) {
+            for (int f = 0; f < 7; f++) {
                 double us;
                 unsigned sm;
                 bool ok = fadd_once(p, f, where[k], 1000, &us, &sm);
