@@ -6,6 +6,8 @@
 #   compile.sh rdc NVCC                    nvcc -rdc: two TUs, device link, host link
 #   compile.sh clang CLANGXX               clang CUDA, device only, to PTX
 #   compile.sh header_c CC DEV_LAYOUT [CXX] the handle type in C and C++, its layout
+#   compile.sh regs NVCC                   the register counts of test kernels that
+#                                          launch 1024-thread blocks (ptxas -v)
 #
 # The checked variant (-DSHMEMX_DEVICE_CHECKS) is built by rdc and clang. The PTX may declare
 # no external symbol but vprintf (device printf, resolved by ptxas) and define
@@ -28,7 +30,7 @@ skip() {
     exit 77
 }
 usage() {
-    echo "usage: $0 nordc|rdc NVCC | clang CLANGXX | header_c CC DEV_LAYOUT [CXX]" >&2
+    echo "usage: $0 nordc|rdc|regs NVCC | clang CLANGXX | header_c CC DEV_LAYOUT [CXX]" >&2
     exit 2
 }
 # A tool given as an empty path or CMake's NAME-NOTFOUND is absent.
@@ -242,11 +244,50 @@ mode_header_c() {
     fi
 }
 
+# A kernel over 64 registers cannot start a block of 1024 threads (65536
+# registers per SM): "too many resources requested for launch". ptxas picks the
+# count from the code, so a header change can push a user's kernel over it
+# (moving the header's rare paths into calls took tests/cuda/dev_rma.cu's k_put
+# from 58 to 78). These test kernels launch 1024-thread blocks; they are
+# compiled as the build compiles them, and each must stay at 64 or below.
+regs_1024=("tests/cuda/dev_rma.cu k_put k_get")
+
+mode_regs() {
+    local nvcc=$1 root entry file k n out
+    have "$nvcc" || skip "no nvcc"
+    root=$(cd "$here/../.." && pwd)
+    for entry in "${regs_1024[@]}"; do
+        read -r file k <<<"$entry"
+        if ! out=$("$nvcc" -O2 -std=c++17 "${sm90[@]}" -I"$inc" -I"$root/tests" -I"$root/src" \
+            -Xptxas -v -c "$root/$file" -o "$work/regs.o" 2>&1); then
+            fail "$file: nvcc -Xptxas -v"
+            printf '%s\n' "$out" | head -n 30 | sed 's/^/  /'
+            continue
+        fi
+        # "Compiling entry function '_Z5k_put...'" then "Used N registers": kernel N
+        out=$(printf '%s\n' "$out" | awk '
+            /Compiling entry function/ { split($0, a, "'"'"'"); name = a[2] }
+            /Used [0-9]+ registers/ && name != "" {
+                for (i = 1; i <= NF; i++) if ($i == "Used") print name, $(i + 1)
+                name = "" }')
+        for k in ${entry#* }; do
+            n=$(printf '%s\n' "$out" | awk -v k="$k" '$1 ~ "^_Z[0-9]+" k "[0-9A-Z]" { print $2; exit }')
+            if [ -z "$n" ]; then
+                fail "$file: no register count for kernel $k in ptxas -v"
+            elif [ "$n" -gt 64 ]; then
+                fail "$file: kernel $k uses $n registers: over 64, its 1024-thread blocks cannot launch"
+            else
+                pass "$file: kernel $k uses $n registers (1024-thread blocks launch up to 64)"
+            fi
+        done
+    done
+}
+
 [ $# -ge 1 ] || usage
 mode=$1
 shift
 case $mode in
-nordc | rdc | clang) # the tool may come as an empty argument, or none
+nordc | rdc | clang | regs) # the tool may come as an empty argument, or none
     [ $# -le 1 ] || usage
     "mode_$mode" "${1:-}"
     ;;
