@@ -18,8 +18,10 @@
 //   E3 e3_*      remote fetch_add latency at 64 addresses 4 KiB apart, then
 //                64 addresses 2 MiB apart (library call and raw atom), with %smid
 //   E4 e4_fadd   library fetch_add against a raw atom on a pointer taken once
-//                (and atomicAdd_system, and the pointer taken on every call),
-//                at E3's fastest and slowest address
+//                (and atomicAdd_system, the pointer taken on every call, and
+//                two pieces of the route alone: the indexed near base, the
+//                peer table through ld.global.nc), at E3's fastest and slowest
+//                address
 //   E5 e5_store_fence  one CTA of 512: thread T stores 8 B to the peer,
 //                bar.sync, thread 0 fence.sc.sys, bar.sync
 //   E6 e6_put_bw putmem_nbi_block over 132 CTAs (library / pointer once + the
