@@ -144,6 +144,8 @@ typedef struct {
  * device waits and the peer table once the heaps are mapped; the abort word
  * kernels poll; a destroyed team's device barrier state. */
 void ushmemi_cuda_dev_card(cuda_card_t *c);
+/* The collective launch's cached residency facts (launch.c), emptied at init. */
+void ushmemi_cuda_launch_reset(void);
 int ushmemi_cuda_dev_check_env(const char *call);
 int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call);
 /* Device waits for the library's own kernels (stream.c's collectives): 1 safe

@@ -8,7 +8,8 @@
  * peer that needs SMs. So waits are allowed when no GPU has two PEs, or when
  * every PE on a shared GPU runs under MPS and their SM shares sum to at most
  * the GPU's SMs; USHMEM_DEVICE_WAIT=timesliced allows them anyway. The verdict
- * is one per job: every PE computes it from the same exchanged cards. */
+ * is one per job: every PE computes it from the same exchanged cards. The
+ * collective launch that starts such kernels is in launch.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,70 +49,6 @@ static struct {
     int near_first, near_n; /* the handle's copy of the peer table (shmemx_dev_t.near_base) */
     uint64_t near[SHMEMX_DEV_NEAR_MAX];
 } dev;
-
-/* The collective launch's residency check, asked of the driver once per
- * kernel shape: a function's occupancy at (threads, shared bytes) and this
- * context's SMs stay fixed while the job runs, and the queries cost more than
- * the launch (they ran on every launch before). Emptied at every init. */
-#define FIT_SLOTS 16
-static struct {
-    pthread_mutex_t lock;
-    int have_ctx, coop, sms; /* this context's: cooperative launch, SMs it may use */
-    unsigned next;           /* the slot the next new shape takes (round robin) */
-    struct {
-        CUfunction f;
-        unsigned threads;
-        size_t shared;
-        int per_sm;
-    } slot[FIT_SLOTS];
-} fit = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void fit_reset(void)
-{
-    pthread_mutex_lock(&fit.lock);
-    fit.have_ctx = 0;
-    fit.next = 0;
-    memset(fit.slot, 0, sizeof fit.slot);
-    pthread_mutex_unlock(&fit.lock);
-}
-
-/* *per_sm, *sms, *coop for f at this shape; a driver status. */
-static CUresult fit_get(CUfunction f, unsigned threads, size_t shared, int *per_sm, int *sms,
-                        int *coop)
-{
-    CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&fit.lock);
-    if (!fit.have_ctx) {
-        cuda_card_t me;
-        memset(&me, 0, sizeof me);
-        ushmemi_cuda_dev_card(&me);
-        fit.sms = me.sm_ctx;
-        fit.coop = 0;
-        ushmemi_cu.cuDeviceGetAttribute(&fit.coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
-                                        ushmemi_cuda.dev);
-        fit.have_ctx = 1;
-    }
-    *sms = fit.sms;
-    *coop = fit.coop;
-    int i = 0;
-    while (i < FIT_SLOTS &&
-           !(fit.slot[i].f == f && fit.slot[i].threads == threads && fit.slot[i].shared == shared))
-        i++;
-    if (i < FIT_SLOTS) {
-        *per_sm = fit.slot[i].per_sm;
-    } else {
-        r = ushmemi_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, f, (int)threads, shared);
-        if (r == CUDA_SUCCESS) {
-            i = (int)(fit.next++ % FIT_SLOTS);
-            fit.slot[i].f = f;
-            fit.slot[i].threads = threads;
-            fit.slot[i].shared = shared;
-            fit.slot[i].per_sm = *per_sm;
-        }
-    }
-    pthread_mutex_unlock(&fit.lock);
-    return r;
-}
 
 /* Under MPS the device reports only this client's SMs (66 of an H200's 132 at
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50, measured), so the GPU's whole count is
@@ -257,7 +194,7 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     if (!table)
         return USHMEM_ENOMEM;
     judge_waits(cards, n);
-    fit_reset();
+    ushmemi_cuda_launch_reset();
     for (int pe = 0; pe < n; pe++) {
         table[pe] = (uint64_t)(uintptr_t)peer[pe];
         int ord = u->peer_dev[pe], native = 0;
@@ -453,45 +390,4 @@ USHMEMI_API const char *shmemx_dev_why(void)
     if (!ushmemi_g.cuda_active)
         return "this PE has no device heap (no GPU bound)";
     return dev.flags & SHMEMX_DEV_F_WAIT_OK ? NULL : dev.why;
-}
-
-USHMEMI_API int shmemx_collective_launch_cu(void *cu_function, unsigned gx, unsigned gy,
-                                            unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                                            void **args, size_t shared_bytes,
-                                            shmemx_stream_t stream)
-{
-    static const char call[] = "shmemx_collective_launch";
-    CUfunction f = (CUfunction)cu_function;
-    int per_sm = 0, sms = 0, coop = 0;
-    if (!ushmemi_g.initialized || !ushmemi_g.cuda_active) {
-        ushmemi_error(call, "needs shmem_init and a bound GPU");
-        return SHMEMX_ERR_STATE;
-    }
-    if (!f || !gx || !gy || !gz || !bx || !by || !bz) {
-        ushmemi_error(call, "needs a kernel and a non-empty grid and block");
-        return SHMEMX_ERR_INVALID;
-    }
-    ushmemi_cuda_ctx();
-    CUresult r = fit_get(f, bx * by * bz, shared_bytes, &per_sm, &sms, &coop);
-    if (r != CUDA_SUCCESS) {
-        ushmemi_error(call, "occupancy query failed: %s", ushmemi_cu_errstr(r));
-        return SHMEMX_ERR_INVALID;
-    }
-    unsigned long long blocks = (unsigned long long)gx * gy * gz;
-    if (!coop || blocks > (unsigned long long)per_sm * (unsigned long long)sms) {
-        ushmemi_error(call,
-                      "%llu CTAs of %u threads cannot all be resident on GPU %d (%d per SM x %d "
-                      "SMs available to this PE%s): a kernel that synchronizes across PEs would "
-                      "hang; launch fewer CTAs",
-                      blocks, bx * by * bz, ushmemi_cuda.device, per_sm, sms,
-                      coop ? "" : "; no cooperative launch on this GPU");
-        return SHMEMX_ERR_INVALID;
-    }
-    r = ushmemi_cu.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, (unsigned)shared_bytes,
-                                             (CUstream)stream, args);
-    if (r != CUDA_SUCCESS) {
-        ushmemi_error(call, "cuLaunchCooperativeKernel failed: %s", ushmemi_cu_errstr(r));
-        return SHMEMX_ERR_INVALID;
-    }
-    return 0;
 }
