@@ -13,9 +13,9 @@
 //    (quiet_block) and thread 0 adds (1 << 32) + rows-sent to word [me] of
 //    every PE's signal array (shmemx_dev_signal_op_relaxed: the quiet orders
 //    the rows, as NVSHMEM's nvshmemx_signal_op; MOE_SIGNAL=release in the
-//    environment takes the release form shmemx_dev_signal_op instead). CTA 0 of each PE waits until every source's word
-//    reaches BLOCKS << 32 (all CTAs of every PE have signalled): the rows it
-//    counts have arrived.
+//    environment takes the release form shmemx_dev_signal_op instead). CTA 0
+//    of each PE waits until every source's word reaches BLOCKS << 32 (all CTAs
+//    of every PE have signalled): the rows it counts have arrived.
 //  combine: each warp takes received rows in turn and puts each back into its
 //    origin's slot (t * TOPK + k) with a signal add of 1 (putmem_signal_nbi_warp);
 //    each CTA waits until TOPK * TOKENS rows are back, then all sum their share
@@ -193,6 +193,10 @@ int main(int argc, char **argv)
     shmemx_dev_t d;
     if (shmemx_dev_get(&d) != 0)
         die("shmemx_dev_get failed (no device heap? set USHMEM_DEVICE=0)");
+    const char *sigform = getenv("MOE_SIGNAL");
+    int release = sigform && strcmp(sigform, "release") == 0;
+    if (sigform && !release && strcmp(sigform, "relaxed") != 0)
+        die("MOE_SIGNAL: release or relaxed");
     const char *why = shmemx_dev_why();
     int dev = 0;
     CK(cudaGetDevice(&dev));
@@ -205,7 +209,7 @@ int main(int argc, char **argv)
                "%d CTAs x %d threads, %d rounds after %d warm-up; dispatch signals %s\n",
                c.npes, dev, prop.name, prop.multiProcessorCount, pct ? pct : "unset", c.tokens,
                c.topk, c.hidden * 4, c.blocks, c.threads, c.rounds, c.warmup,
-               getenv("MOE_SIGNAL") ? getenv("MOE_SIGNAL") : "relaxed");
+               release ? "release" : "relaxed");
         fflush(stdout);
     }
     if (why) {
@@ -266,10 +270,6 @@ int main(int argc, char **argv)
     char msg[512];
     int threads = c.threads;
     void *bargs[] = {(void *)&d};
-    const char *sigform = getenv("MOE_SIGNAL");
-    int release = sigform && strcmp(sigform, "release") == 0;
-    if (sigform && !release && strcmp(sigform, "relaxed") != 0)
-        die("MOE_SIGNAL: release or relaxed");
     void *dargs[] = {(void *)&d, &c,  &x,     &rows, &counter, &sig, (void *)&cap,
                      &nrecv,     &st, &release};
     void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out, &st};
