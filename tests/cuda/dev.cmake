@@ -23,9 +23,7 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
     set(src ${CMAKE_CURRENT_LIST_DIR}/${name}.cu)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/${name})
     add_custom_command(OUTPUT ${out}
-      COMMAND ${USHMEM_NVCC} -O2 -std=c++17 -gencode arch=compute_90,code=sm_90
-              -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/tests -I${CMAKE_SOURCE_DIR}/src
-              ${src} -o ${out} $<TARGET_LINKER_FILE:ushmem>
+      COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} ${src} -o ${out} $<TARGET_LINKER_FILE:ushmem>
               -Xlinker -rpath=$<TARGET_FILE_DIR:ushmem> -ldl -lpthread
       DEPENDS ${src} ${USHMEM_DEV_TEST_HEADERS} ushmem
       COMMENT "nvcc: device API test ${name}")

@@ -6,8 +6,9 @@
 #   compile.sh rdc NVCC                    nvcc -rdc: two TUs, device link, host link
 #   compile.sh clang CLANGXX               clang CUDA, device only, to PTX
 #   compile.sh header_c CC DEV_LAYOUT [CXX] the handle type in C and C++, its layout
-#   compile.sh regs NVCC                   the register counts of test kernels that
-#                                          launch 1024-thread blocks (ptxas -v)
+#   compile.sh regs NVCC FLAGS...          the register counts of test kernels that
+#                                          launch 1024-thread blocks (ptxas -v), compiled
+#                                          with the build's FLAGS (USHMEM_DEV_TEST_NVCC_FLAGS)
 #
 # The checked variant (-DSHMEMX_DEVICE_CHECKS) is built by rdc and clang. The PTX may declare
 # no external symbol but vprintf (device printf, resolved by ptxas) and define
@@ -30,7 +31,7 @@ skip() {
     exit 77
 }
 usage() {
-    echo "usage: $0 nordc|rdc|regs NVCC | clang CLANGXX | header_c CC DEV_LAYOUT [CXX]" >&2
+    echo "usage: $0 nordc|rdc NVCC | regs NVCC FLAGS... | clang CLANGXX | header_c CC DEV_LAYOUT [CXX]" >&2
     exit 2
 }
 # A tool given as an empty path or CMake's NAME-NOTFOUND is absent.
@@ -249,17 +250,18 @@ mode_header_c() {
 # count from the code, so a header change can push a user's kernel over it
 # (moving the header's rare paths into calls took tests/cuda/dev_rma.cu's k_put
 # from 58 to 78). These test kernels launch 1024-thread blocks; they are
-# compiled as the build compiles them, and each must stay at 64 or below.
+# compiled with the build's flags, and each must stay at 64 or below.
 regs_1024=("tests/cuda/dev_rma.cu k_put k_get")
 
 mode_regs() {
     local nvcc=$1 root entry file k n out
+    shift
     have "$nvcc" || skip "no nvcc"
+    [ $# -gt 0 ] || usage
     root=$(cd "$here/../.." && pwd)
     for entry in "${regs_1024[@]}"; do
-        read -r file k <<<"$entry"
-        if ! out=$("$nvcc" -O2 -std=c++17 "${sm90[@]}" -I"$inc" -I"$root/tests" -I"$root/src" \
-            -Xptxas -v -c "$root/$file" -o "$work/regs.o" 2>&1); then
+        file=${entry%% *}
+        if ! out=$("$nvcc" "$@" -Xptxas -v -c "$root/$file" -o "$work/regs.o" 2>&1); then
             fail "$file: nvcc -Xptxas -v"
             printf '%s\n' "$out" | head -n 30 | sed 's/^/  /'
             continue
@@ -287,9 +289,12 @@ mode_regs() {
 mode=$1
 shift
 case $mode in
-nordc | rdc | clang | regs) # the tool may come as an empty argument, or none
+nordc | rdc | clang) # the tool may come as an empty argument, or none
     [ $# -le 1 ] || usage
     "mode_$mode" "${1:-}"
+    ;;
+regs) # NVCC (maybe empty: skipped) then the build's flags
+    mode_regs "${1:-}" "${@:2}"
     ;;
 header_c)
     [ $# -eq 2 ] || [ $# -eq 3 ] || usage
