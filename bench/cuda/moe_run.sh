@@ -86,22 +86,23 @@ finish() { # NAME N OUTFILE RC T0
   echo "$1 np$2: exit $4, $((SECONDS - $5)) s" | tee -a "$3"
   [ "$4" = 0 ] || fails=$((fails + 1))
 }
+# run_ushmem [VAR=VALUE...]: bench_moe_ushmem at $n PEs, $pct % each, under MPS
+run_ushmem() {
+  env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" USHMEM_MPS=1 USHMEM_DEVICE=0 \
+    USHMEM_DEVICE_HEAP_SIZE="${HEAP_MB}M" "$@" \
+    timeout "$T_RUN" "$B/tools/ushrun" --timeout $((T_RUN - 20)) -n "$n" \
+    "$B/bench_moe_ushmem" ${ARGS[@]+"${ARGS[@]}"}
+}
 for n in $NPES_LIST; do
   pct=$((100 / n))
   echo "== $n PEs, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct ($MPSDIR)"
   u=$O/moe_ushmem_np$n.txt
   t0=$SECONDS
-  env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" USHMEM_MPS=1 USHMEM_DEVICE=0 \
-    USHMEM_DEVICE_HEAP_SIZE="${HEAP_MB}M" \
-    timeout "$T_RUN" "$B/tools/ushrun" --timeout $((T_RUN - 20)) -n "$n" \
-    "$B/bench_moe_ushmem" ${ARGS[@]+"${ARGS[@]}"} 2>&1 | tee "$u"
+  run_ushmem 2>&1 | tee "$u"
   finish bench_moe_ushmem "$n" "$u" "${PIPESTATUS[0]}" "$t0"
   if [ "${MOE_ALSO_RELEASE:-0}" = 1 ]; then # the release-signal form too (its R lines only)
     t0=$SECONDS
-    env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" USHMEM_MPS=1 USHMEM_DEVICE=0 MOE_SIGNAL=release \
-      USHMEM_DEVICE_HEAP_SIZE="${HEAP_MB}M" \
-      timeout "$T_RUN" "$B/tools/ushrun" --timeout $((T_RUN - 20)) -n "$n" \
-      "$B/bench_moe_ushmem" ${ARGS[@]+"${ARGS[@]}"} >"$O/moe_ushmem_release_np$n.txt" 2>&1
+    run_ushmem MOE_SIGNAL=release >"$O/moe_ushmem_release_np$n.txt" 2>&1
     finish "bench_moe_ushmem (MOE_SIGNAL=release)" "$n" "$O/moe_ushmem_release_np$n.txt" "$?" "$t0"
     grep "^R moe_" "$O/moe_ushmem_release_np$n.txt" | sed 's/^R /R release: /'
   fi
