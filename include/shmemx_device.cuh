@@ -95,6 +95,7 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_clock_ns(void)
 SHMEMX_DEV_FN void ushmemi_dev_trap(void)
 {
     asm volatile("trap;" ::: "memory");
+    __builtin_unreachable();
 }
 SHMEMX_DEV_FN void ushmemi_dev_nanosleep(unsigned ns)
 {
@@ -368,28 +369,46 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_base(const shmemx_dev_t &d, int w)
     return ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + w);
 }
 
-/* The peer's copy of [sym, sym+n); NULL when pe's heap is not mapped here but
- * the proxy reaches it (another host: the caller hands the operation to the
- * ring); a trap naming the call when neither. *w: pe as a world PE.
- * Written for a short dependency chain: every handle word it needs is read up
- * front (independent constant-bank loads), the base is chosen with selects,
- * and one rarely taken branch handles the bad PE and the unmapped heap, so a
- * one-thread call (an AMO, a signal) waits for two loads, not six. */
-SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
-                                      const char *call, int *w)
+SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const char *call)
 {
-    const int wp = d.team_start + pe * d.team_stride;
-    const unsigned i = (unsigned)(wp - d.near_first);
-    const bool near = i < (unsigned)d.near_n, self = wp == d.world_pe;
-    const uint64_t nb = d.near_base[near ? i : 0];
-    const uint64_t hb = d.heap_base;
-    uint64_t base = self ? hb : nb;
-    *w = wp;
+    if (!(d.flags & SHMEMX_DEV_F_PEER_ATOMICS) && d.team_start + pe * d.team_stride != d.world_pe) {
+        printf("ushmem: PE %d: %s: the GPUs of this job lack native peer-to-peer atomics, so "
+               "device atomics on other PEs are off (use the host API's atomics)\n",
+               d.world_pe, call);
+        ushmemi_dev_trap();
+    }
+}
+
+/* The hot half of every translation: world PE *wp of team PE pe and, when the
+ * handle itself holds it (the own heap, or near_base: the constant bank when
+ * the handle is a __grid_constant__ parameter), the base of its heap here.
+ * Selects only: every handle word is read up front (independent loads) and the
+ * one indexed load is the only step the base waits for. False (pe out of
+ * range, beyond near_base, or not mapped) sends the caller to its rare path;
+ * *base is then meaningless. */
+SHMEMX_DEV_FN bool ushmemi_dev_base_fast(const shmemx_dev_t &d, int pe, int *wp, uint64_t *base)
+{
+    const int w = d.team_start + pe * d.team_stride;
+    const unsigned i = (unsigned)(w - d.near_first);
+    const bool near = i < (unsigned)d.near_n, self = w == d.world_pe;
+    const uint64_t nb = d.near_base[near ? i : 0], hb = d.heap_base;
+    const uint64_t b = self ? hb : nb;
+    *wp = w;
+    *base = b;
+    /* & on purpose: && would be branches */
+    return (self | near) & ((unsigned)pe < (unsigned)d.n_pes) & (b != 0);
+}
+
+/* The rare path of ushmemi_dev_route: traps for a bad PE, a bad address (with
+ * SHMEMX_DEVICE_CHECKS) or a refused atomic, the base from the device table
+ * beyond near_base, NULL for a PE the proxy reaches. */
+SHMEMX_DEV_FN char *ushmemi_dev_route_rare(const shmemx_dev_t &d, const void *sym, size_t n,
+                                           int pe, const char *call, int wp, bool amo)
+{
+    (void)ushmemi_dev_world(d, pe, call); /* traps with the range message */
     ushmemi_dev_check_sym(d, sym, n, call);
-    if (!self && !near && (unsigned)pe < (unsigned)d.n_pes) /* beyond the handle's own copies */
-        base = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + wp);
-    if ((unsigned)pe >= (unsigned)d.n_pes || base == 0) {
-        (void)ushmemi_dev_world(d, pe, call); /* traps with the range message */
+    const uint64_t base = ushmemi_dev_base(d, wp);
+    if (base == 0) {
         if (d.proxy != 0)
             return 0;
         ushmemi_dev_check_handle(d, call);
@@ -397,9 +416,49 @@ SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, si
                "between the GPUs); use the host or stream API for it\n",
                d.world_pe, call, wp);
         ushmemi_dev_trap();
-        return 0;
     }
-    return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - hb));
+    if (amo)
+        ushmemi_dev_need_atomics(d, pe, call);
+    return (char *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base));
+}
+
+/* The hot path of a translation: true and *r, the peer's copy of sym, when
+ * ushmemi_dev_base_fast finds pe's heap and nothing else is in question; false
+ * sends the caller to ushmemi_dev_route_rare. *w: pe as a world PE. amo: the
+ * caller updates the word atomically (refused on GPUs without peer atomics). */
+SHMEMX_DEV_FN bool ushmemi_dev_route_fast(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
+                                          int *w, bool amo, char **r)
+{
+    uint64_t base;
+    const uint64_t off = (uint64_t)(uintptr_t)sym - d.heap_base;
+    bool ok = ushmemi_dev_base_fast(d, pe, w, &base);
+    if (amo)
+        ok &= (*w == d.world_pe) | ((d.flags & SHMEMX_DEV_F_PEER_ATOMICS) != 0);
+#ifdef SHMEMX_DEVICE_CHECKS
+    ok &= (off < d.heap_size) & (n <= d.heap_size - off);
+#else
+    (void)n;
+#endif
+    *r = (char *)(uintptr_t)(base + off);
+    return ok;
+}
+
+/* The peer's copy of [sym, sym+n); NULL when pe's heap is not mapped here but
+ * the proxy reaches it (another host: the caller hands the operation to the
+ * ring); a trap naming the call when neither. *w: pe as a world PE.
+ * The hot path is ushmemi_dev_route_fast and one rarely taken branch: a
+ * one-thread call (an AMO, a signal) waits for the indexed near_base load and
+ * a few integer steps; the rare cases (the table beyond near_base, the proxy,
+ * the traps) lie off that path (bench_dev_probe E4). Calls where one thread's
+ * latency is the cost (AMOs, signals, p, g) take the two halves themselves,
+ * so that the proxy's branch is off the hot path too. */
+SHMEMX_DEV_FN char *ushmemi_dev_route(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
+                                      const char *call, int *w, bool amo = false)
+{
+    char *r;
+    if (__builtin_expect(ushmemi_dev_route_fast(d, sym, n, pe, w, amo, &r), 1))
+        return r;
+    return ushmemi_dev_route_rare(d, sym, n, pe, call, *w, amo);
 }
 
 /* ---- reverse offload: the request ring (ushmemi_dev_ring_t) ----
@@ -443,10 +502,19 @@ SHMEMX_DEV_FN void ushmemi_dev_ring_tick(const shmemx_dev_t &d, const ushmemi_de
     ushmemi_dev_trap();
 }
 
+/* A request's 7 payload words as named fields, not an array: a request built
+ * in place (the quiet's) then stays in registers; an array, even indexed with
+ * constants only, was kept in local memory and zeroed on every quiet before
+ * its proxy check. */
+struct ushmemi_dev_req_words {
+    uint64_t w0, w1, w2, w3, w4, w5, w6;
+};
+
 /* Takes a ticket, waits for its slot's previous lap to be released (only the
  * thread whose ticket equals free_cache reads free_upto over the bus and
  * raises free_cache for those behind it), fills the slot, then its seq. */
-SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_send(const shmemx_dev_t &d,
+                                             const ushmemi_dev_req_words &q, int w,
                                              const char *call)
 {
     const ushmemi_dev_ring_t *r = ushmemi_dev_ring(d);
@@ -477,11 +545,19 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64
         if (ns < 1024)
             ns *= 2;
     }
-    volatile uint64_t *slot = (volatile uint64_t *)(uintptr_t)(r->slots + (t & r->mask) * 64);
-    for (int i = 0; i < 7; i++)
-        slot[i] = q[i];
+    /* Stores through asm, not plain ones: a plain store might write the
+     * handle as far as the compiler knows, which keeps every caller's
+     * translation from being hoisted out of its loops. */
+    uint64_t *slot = (uint64_t *)(uintptr_t)(r->slots + (t & r->mask) * 64);
+    ushmemi_dev_st_relaxed64(slot + 0, q.w0);
+    ushmemi_dev_st_relaxed64(slot + 1, q.w1);
+    ushmemi_dev_st_relaxed64(slot + 2, q.w2);
+    ushmemi_dev_st_relaxed64(slot + 3, q.w3);
+    ushmemi_dev_st_relaxed64(slot + 4, q.w4);
+    ushmemi_dev_st_relaxed64(slot + 5, q.w5);
+    ushmemi_dev_st_relaxed64(slot + 6, q.w6);
     ushmemi_dev_st_release64(slot + 7, t + 1);
-    if (!(q[0] & USHMEMI_REQ_WAIT))
+    if (!(q.w0 & USHMEMI_REQ_WAIT))
         return 0;
     /* The answer: value, then seq; the ack lets the proxy reuse the slot. */
     uint64_t *ret = (uint64_t *)(uintptr_t)(r->ret + (t & r->mask) * 32);
@@ -498,6 +574,14 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64
         if (ns < 256)
             ns *= 2;
     }
+}
+
+/* The same from an array of 7 words (requests whose payload is packed in). */
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
+                                             const char *call)
+{
+    const ushmemi_dev_req_words r = {q[0], q[1], q[2], q[3], q[4], q[5], q[6]};
+    return ushmemi_dev_ring_send(d, r, w, call);
 }
 
 /* n (<= 40) bytes from any address into request words. */
@@ -523,18 +607,9 @@ SHMEMX_DEV_FN void ushmemi_dev_proxy_quiet(const shmemx_dev_t &d, const char *ca
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(head) : "l"(r->head) : "memory");
     if (head == ushmemi_dev_ld_acquire64((const void *)(uintptr_t)r->quiet_upto))
         return;
-    uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_QUIET | USHMEMI_REQ_WAIT, 0, 0, d.world_pe)};
-    (void)ushmemi_dev_ring_call(d, q, d.world_pe, call);
-}
-
-SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const char *call)
-{
-    if (!(d.flags & SHMEMX_DEV_F_PEER_ATOMICS) && d.team_start + pe * d.team_stride != d.world_pe) {
-        printf("ushmem: PE %d: %s: the GPUs of this job lack native peer-to-peer atomics, so "
-               "device atomics on other PEs are off (use the host API's atomics)\n",
-               d.world_pe, call);
-        ushmemi_dev_trap();
-    }
+    const ushmemi_dev_req_words q = {
+        ushmemi_dev_req(USHMEMI_REQ_QUIET | USHMEMI_REQ_WAIT, 0, 0, d.world_pe), 0, 0, 0, 0, 0, 0};
+    (void)ushmemi_dev_ring_send(d, q, d.world_pe, call);
 }
 
 /* ---- queries ---- */
@@ -552,12 +627,21 @@ SHMEMX_DEV_FN int shmemx_dev_n_pes(const shmemx_dev_t &d)
  * kernel; sym itself for the calling PE; NULL when pe's heap is not mapped. */
 SHMEMX_DEV_FN void *shmemx_dev_ptr(const shmemx_dev_t &d, const void *sym, int pe)
 {
-    int w = ushmemi_dev_world(d, pe, "shmemx_dev_ptr");
-    ushmemi_dev_check_sym(d, sym, 1, "shmemx_dev_ptr");
-    if (w == d.world_pe)
-        return (void *)sym;
-    uint64_t base = ushmemi_dev_base(d, w);
-    return base ? (void *)(uintptr_t)(base + ((uint64_t)(uintptr_t)sym - d.heap_base)) : 0;
+    int w;
+    uint64_t base;
+    const uint64_t off = (uint64_t)(uintptr_t)sym - d.heap_base;
+    bool ok = ushmemi_dev_base_fast(d, pe, &w, &base);
+#ifdef SHMEMX_DEVICE_CHECKS
+    ok &= off < d.heap_size;
+#endif
+    if (__builtin_expect(!ok, 0)) {
+        (void)ushmemi_dev_world(d, pe, "shmemx_dev_ptr");
+        ushmemi_dev_check_sym(d, sym, 1, "shmemx_dev_ptr");
+        base = ushmemi_dev_base(d, w);
+        if (base == 0)
+            return 0;
+    }
+    return (void *)(uintptr_t)(base + off);
 }
 
 /* ---- copies ---- */
@@ -887,22 +971,31 @@ template <typename T>
 SHMEMX_DEV_FN void shmemx_dev_p(const shmemx_dev_t &d, T *dest, T value, int pe)
 {
     int w;
-    T *r = (T *)ushmemi_dev_route(d, dest, sizeof(T), pe, "shmemx_dev_p", &w);
-    if (r)
-        *(volatile T *)r = value;
-    else
-        ushmemi_dev_proxy_put(d, shmemx_dev_thread_group(), dest, &value, sizeof(T), w, true,
-                              "shmemx_dev_p");
+    char *r;
+    if (__builtin_expect(!ushmemi_dev_route_fast(d, dest, sizeof(T), pe, &w, false, &r), 0)) {
+        r = ushmemi_dev_route_rare(d, dest, sizeof(T), pe, "shmemx_dev_p", w, false);
+        if (!r) {
+            ushmemi_dev_proxy_put(d, shmemx_dev_thread_group(), dest, &value, sizeof(T), w, true,
+                                  "shmemx_dev_p");
+            return;
+        }
+    }
+    *(volatile T *)r = value;
 }
 template <typename T> SHMEMX_DEV_FN T shmemx_dev_g(const shmemx_dev_t &d, const T *source, int pe)
 {
     int w;
-    const T *r = (const T *)ushmemi_dev_route(d, source, sizeof(T), pe, "shmemx_dev_g", &w);
-    if (r)
-        return *(const volatile T *)r;
-    T v;
-    ushmemi_dev_proxy_get(d, shmemx_dev_thread_group(), &v, source, sizeof(T), w, "shmemx_dev_g");
-    return v;
+    char *r;
+    if (__builtin_expect(!ushmemi_dev_route_fast(d, source, sizeof(T), pe, &w, false, &r), 0)) {
+        r = ushmemi_dev_route_rare(d, source, sizeof(T), pe, "shmemx_dev_g", w, false);
+        if (!r) {
+            T v;
+            ushmemi_dev_proxy_get(d, shmemx_dev_thread_group(), &v, source, sizeof(T), w,
+                                  "shmemx_dev_g");
+            return v;
+        }
+    }
+    return *(const volatile T *)r;
 }
 
 /* ---- ordering ---- */
@@ -948,25 +1041,30 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
                                       int sig_op, int pe, bool relaxed, const char *call)
 {
     int w;
-    uint64_t *r = (uint64_t *)ushmemi_dev_route(d, sig, 8, pe, call, &w);
-    if (!r && (sig_op == SHMEMX_DEV_SIGNAL_ADD || sig_op == SHMEMX_DEV_SIGNAL_SET)) {
-        /* after this thread's earlier requests to pe: the proxy keeps the order */
-        unsigned op = sig_op == SHMEMX_DEV_SIGNAL_ADD ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET;
-        uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
-                         (uint64_t)(uintptr_t)sig,
-                         value,
-                         0,
-                         0,
-                         0,
-                         0};
-        (void)ushmemi_dev_ring_call(d, q, w, call);
-    } else if (sig_op == SHMEMX_DEV_SIGNAL_ADD) {
-        ushmemi_dev_need_atomics(d, pe, call);
+    char *r;
+    const bool add = sig_op == SHMEMX_DEV_SIGNAL_ADD, set = sig_op == SHMEMX_DEV_SIGNAL_SET;
+    if (__builtin_expect(!ushmemi_dev_route_fast(d, sig, 8, pe, &w, add, &r), 0)) {
+        r = ushmemi_dev_route_rare(d, sig, 8, pe, call, w, add);
+        if (!r && (add || set)) {
+            /* after this thread's earlier requests to pe: the proxy keeps the order */
+            unsigned op = add ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET;
+            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
+                             (uint64_t)(uintptr_t)sig,
+                             value,
+                             0,
+                             0,
+                             0,
+                             0};
+            (void)ushmemi_dev_ring_call(d, q, w, call);
+            return;
+        }
+    }
+    if (add) {
         if (relaxed)
             ushmemi_dev_red_relaxed_add64(r, value);
         else
             ushmemi_dev_red_release_add64(r, value);
-    } else if (sig_op == SHMEMX_DEV_SIGNAL_SET) {
+    } else if (set) {
         if (relaxed)
             ushmemi_dev_st_relaxed64(r, value);
         else
@@ -1116,20 +1214,22 @@ SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T 
 {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "device AMOs take 4- or 8-byte types");
     int w;
-    void *r = ushmemi_dev_route(d, dest, sizeof(T), pe, call, &w);
-    if (!r) { /* the proxy carries it to the owner, which runs it as a GPU atomic */
-        uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0), 0,
-                                         (unsigned)op | (unsigned)sizeof(T) << 8, w),
-                         (uint64_t)(uintptr_t)dest,
-                         ushmemi_dev_bits(value),
-                         ushmemi_dev_bits(cond),
-                         0,
-                         0,
-                         0};
-        return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_call(d, q, w, call));
+    char *r;
+    const bool amo = op != USHMEMI_DEV_AMO_FETCH;
+    if (__builtin_expect(!ushmemi_dev_route_fast(d, dest, sizeof(T), pe, &w, amo, &r), 0)) {
+        r = ushmemi_dev_route_rare(d, dest, sizeof(T), pe, call, w, amo);
+        if (!r) { /* the proxy carries it to the owner: a GPU atomic there */
+            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0),
+                                             0, (unsigned)op | (unsigned)sizeof(T) << 8, w),
+                             (uint64_t)(uintptr_t)dest,
+                             ushmemi_dev_bits(value),
+                             ushmemi_dev_bits(cond),
+                             0,
+                             0,
+                             0};
+            return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_call(d, q, w, call));
+        }
     }
-    if (op != USHMEMI_DEV_AMO_FETCH)
-        ushmemi_dev_need_atomics(d, pe, call);
     uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
     uint64_t old = sizeof(T) == 4 ? ushmemi_dev_amo32(r, op, (uint32_t)v, (uint32_t)c)
                                   : ushmemi_dev_amo64(r, op, v, c);

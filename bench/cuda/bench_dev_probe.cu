@@ -457,14 +457,27 @@ __global__ void e2_pingpong(DEVH d, char *data, const char *src, uint64_t *sig, 
  * route, recomputed on every call before the raw atom: 5 near_base[world PE -
  * near_first] (an indexed constant-bank load); 6 the device table
  * peer_base[world PE] through ld.global.nc (as NVSHMEM's peer-base table).
+ * 7 and 8: 0 and 3 with the PE passed through an opaque move on every call,
+ * so that the compiler cannot hoist the translation out of the loop (it does
+ * for 0, 3, 5 and 6 when nothing in the loop may write the handle): what one
+ * call pays where it is not in a loop, as the MoE dispatch's fetch_adds.
  * out[0] sum, out[1] the last value fetched, out[2] %smid. */
-static const char *const fadd_names[7] = {"lib",
-                                          "raw_ptr_once",
-                                          "atomicadd_sys_ptr_once",
-                                          "raw_ptr_per_call",
-                                          "raw_gpu_ptr_once",
-                                          "route_near_idx",
-                                          "route_ldg_table"};
+static const int kFaddForms = 9;
+static const char *const fadd_names[kFaddForms] = {"lib",
+                                                   "raw_ptr_once",
+                                                   "atomicadd_sys_ptr_once",
+                                                   "raw_ptr_per_call",
+                                                   "raw_gpu_ptr_once",
+                                                   "route_near_idx",
+                                                   "route_ldg_table",
+                                                   "lib_opaque_pe",
+                                                   "raw_ptr_per_call_opaque_pe"};
+__device__ __forceinline__ int p_opaque(int v)
+{
+    int r;
+    asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
+    return r;
+}
 __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 {
     uint64_t old;
@@ -494,6 +507,10 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
                          : "memory");
         else if constexpr (F == 3)
             old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, pe), inc);
+        else if constexpr (F == 7)
+            old = shmemx_dev_atomic_fetch_add(d, ctr, inc, p_opaque(pe));
+        else if constexpr (F == 8)
+            old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, p_opaque(pe)), inc);
         else {
             const int wp = d.team_start + pe * d.team_stride;
             uint64_t base;
@@ -1066,9 +1083,9 @@ template <int F> static void fadd_launch(const shmemx_dev_t &d, uint64_t *c, int
 {
     k_fadd<F><<<1, 1, 0, g_s>>>(d, c, 1, it, o);
 }
-static const fadd_fn fadd_fns[7] = {fadd_launch<0>, fadd_launch<1>, fadd_launch<2>,
-                                    fadd_launch<3>, fadd_launch<4>, fadd_launch<5>,
-                                    fadd_launch<6>};
+static const fadd_fn fadd_fns[kFaddForms] = {
+    fadd_launch<0>, fadd_launch<1>, fadd_launch<2>, fadd_launch<3>, fadd_launch<4>,
+    fadd_launch<5>, fadd_launch<6>, fadd_launch<7>, fadd_launch<8>};
 
 // One launch of form f on counter idx (set*kCtrs + i): us per fetch_add; *sm
 // where it ran; false when the values fetched were not the expected ones.
@@ -1163,7 +1180,7 @@ static void e3_e4(probe &p)
         for (int k = 0; k < 2; k++) {
             printf("# e4 %s address: %s_%02d (E3 library median %.3f us)\n", wname[k],
                    set_names[where[k] / kCtrs], where[k] % kCtrs, lib_med[where[k]]);
-            for (int f = 0; f < 7; f++) {
+            for (int f = 0; f < kFaddForms; f++) {
                 double us;
                 unsigned sm;
                 bool ok = fadd_once(p, f, where[k], 1000, &us, &sm);
@@ -1478,6 +1495,12 @@ static void summary(void)
                    val("e4_fadd", "atomicadd_sys_ptr_once_fast", 8),
                val("e4_fadd", "raw_ptr_once_slow", 8) -
                    val("e4_fadd", "atomicadd_sys_ptr_once_slow", 8));
+    if (val("e4_fadd", "lib_opaque_pe_fast", 8) > 0)
+        printf("| E4 (H3) | one call's translation (PE opaque): library - raw atom %.3f us, "
+               "shmemx_dev_ptr + raw atom - raw atom %.3f (fast address) |\n",
+               val("e4_fadd", "lib_opaque_pe_fast", 8) - val("e4_fadd", "raw_ptr_once_fast", 8),
+               val("e4_fadd", "raw_ptr_per_call_opaque_pe_fast", 8) -
+                   val("e4_fadd", "raw_ptr_once_fast", 8));
     if (val("e5_store_fence", "T0", 8) > 0)
         printf("| E5 (H4) | T511 - T0: %.3f us per iteration (T0 %.3f, no store %.3f) |\n",
                val("e5_store_fence", "T511", 8) - val("e5_store_fence", "T0", 8),

@@ -1,0 +1,63 @@
+#!/bin/bash
+# Same-run comparison of builds of bench_dev_ushmem (say, before and after a
+# header change): runs each binary in turn ROUNDS times (default 3) under a
+# private MPS daemon at 50% per PE, as dev_run.sh does, and prints each row's
+# median over the rounds for every binary and its ratio to the first. Each run
+# allocates its heap anew, so a row that moves with where its words land moves
+# for every binary alike; what stays is the code's difference. All binaries
+# must be built against the same library. Also writes each binary's SASS of
+# the kernels named in SASS_FUNS (cuobjdump -fun, comma-separated) to OUTDIR.
+#   bench/cuda/ab_run.sh BUILD_DIR OUTDIR MAXBW BIN...     (first BIN: the base)
+set -u
+B=$1 O=$2 MAX=$3
+shift 3
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+mkdir -p "$O"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+if [ -n "${SASS_FUNS:-}" ]; then
+  for bin in "$@"; do
+    IFS=, read -ra funs <<<"$SASS_FUNS"
+    for f in "${funs[@]}"; do
+      cuobjdump -sass -fun "$f" "$bin" >"$O/$(basename "$bin").$f.sass" 2>&1
+    done
+  done
+fi
+trap mps_quit EXIT
+mps_start ab || exit 1
+export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+for r in $(seq "${ROUNDS:-3}"); do
+  for bin in "$@"; do
+    USHMEM_MPS=1 USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=${HEAP_MB:-1024}M \
+      timeout 120 "$B/tools/ushrun" --timeout 100 -n 2 "$bin" "$MAX" \
+      >"$O/$(basename "$bin").$r.txt" 2>&1 || echo "$(basename "$bin") round $r: exit $?"
+  done
+done
+mps_quit
+names=()
+for bin in "$@"; do names+=("$(basename "$bin")"); done
+/usr/bin/python3 - "$O" "${ROUNDS:-3}" "${names[@]}" <<'PY'
+import sys, statistics, collections
+o, n, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+rows = {v: collections.defaultdict(list) for v in names}
+order = []
+for v in names:
+    for r in range(1, n + 1):
+        try:
+            lines = open(f"{o}/{v}.{r}.txt", errors="replace").readlines()
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) >= 5 and f[0] == "R":
+                k = " ".join(f[1:4])
+                rows[v][k].append(float(f[4]))
+                if k not in order:
+                    order.append(k)
+print("| row | " + " | ".join(names) + " | " + " | ".join(f"{v} / {names[0]}" for v in names[1:]) + " |")
+print("|---" * (1 + 2 * len(names) - 1) + "|")
+for k in order:
+    med = [statistics.median(rows[v][k]) if rows[v].get(k) else float("nan") for v in names]
+    print(f"| {k} | " + " | ".join(f"{m:.3f}" for m in med) + " | " +
+          " | ".join(f"{m / med[0]:.2f}" for m in med[1:]) + " |")
+PY
