@@ -457,12 +457,15 @@ __global__ void e2_pingpong(DEVH d, char *data, const char *src, uint64_t *sig, 
  * route, recomputed on every call before the raw atom: 5 near_base[world PE -
  * near_first] (an indexed constant-bank load); 6 the device table
  * peer_base[world PE] through ld.global.nc (as NVSHMEM's peer-base table).
- * 7 and 8: 0 and 3 with the PE passed through an opaque move on every call,
- * so that the compiler cannot hoist the translation out of the loop (it does
- * for 0, 3, 5 and 6 when nothing in the loop may write the handle): what one
- * call pays where it is not in a loop, as the MoE dispatch's fetch_adds.
+ * 7 and 8: 0 and 3 with the PE read from shared memory (volatile) on every
+ * call, so that neither the compiler nor ptxas can hoist the translation out
+ * of the loop (they do for 0, 3, 5 and 6 when nothing in the loop may write
+ * the handle; an opaque register move was not enough: ptxas hoisted 3's
+ * translation past it); 9: 1 with the same read feeding the pointer (+0), the
+ * base to subtract: what one call pays where it is not in a loop, as the MoE
+ * dispatch's fetch_adds.
  * out[0] sum, out[1] the last value fetched, out[2] %smid. */
-static const int kFaddForms = 9;
+static const int kFaddForms = 10;
 static const char *const fadd_names[kFaddForms] = {"lib",
                                                    "raw_ptr_once",
                                                    "atomicadd_sys_ptr_once",
@@ -471,13 +474,8 @@ static const char *const fadd_names[kFaddForms] = {"lib",
                                                    "route_near_idx",
                                                    "route_ldg_table",
                                                    "lib_opaque_pe",
-                                                   "raw_ptr_per_call_opaque_pe"};
-__device__ __forceinline__ int p_opaque(int v)
-{
-    int r;
-    asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
-    return r;
-}
+                                                   "raw_ptr_per_call_opaque_pe",
+                                                   "raw_ptr_once_opaque_pe"};
 __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 {
     uint64_t old;
@@ -490,8 +488,11 @@ __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters, uint64_t *out)
 {
     uint64_t *p = 0;
-    if constexpr (F == 1 || F == 2 || F == 4)
+    if constexpr (F == 1 || F == 2 || F == 4 || F == 9)
         p = (uint64_t *)shmemx_dev_ptr(d, ctr, pe);
+    __shared__ int s_pe; /* F 7-9: the PE, read back on every call */
+    s_pe = pe;
+    __syncthreads();
     uint64_t inc = 1, acc = 0, old = 0;
     for (int i = 0; i < iters; i++) {
         if constexpr (F == 0)
@@ -508,9 +509,11 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
         else if constexpr (F == 3)
             old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, pe), inc);
         else if constexpr (F == 7)
-            old = shmemx_dev_atomic_fetch_add(d, ctr, inc, p_opaque(pe));
+            old = shmemx_dev_atomic_fetch_add(d, ctr, inc, *(volatile int *)&s_pe);
         else if constexpr (F == 8)
-            old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, p_opaque(pe)), inc);
+            old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, *(volatile int *)&s_pe), inc);
+        else if constexpr (F == 9)
+            old = p_atom_add(p + (*(volatile int *)&s_pe - pe), inc);
         else {
             const int wp = d.team_start + pe * d.team_stride;
             uint64_t base;
@@ -1085,7 +1088,7 @@ template <int F> static void fadd_launch(const shmemx_dev_t &d, uint64_t *c, int
 }
 static const fadd_fn fadd_fns[kFaddForms] = {
     fadd_launch<0>, fadd_launch<1>, fadd_launch<2>, fadd_launch<3>, fadd_launch<4>,
-    fadd_launch<5>, fadd_launch<6>, fadd_launch<7>, fadd_launch<8>};
+    fadd_launch<5>, fadd_launch<6>, fadd_launch<7>, fadd_launch<8>, fadd_launch<9>};
 
 // One launch of form f on counter idx (set*kCtrs + i): us per fetch_add; *sm
 // where it ran; false when the values fetched were not the expected ones.
@@ -1496,11 +1499,12 @@ static void summary(void)
                val("e4_fadd", "raw_ptr_once_slow", 8) -
                    val("e4_fadd", "atomicadd_sys_ptr_once_slow", 8));
     if (val("e4_fadd", "lib_opaque_pe_fast", 8) > 0)
-        printf("| E4 (H3) | one call's translation (PE opaque): library - raw atom %.3f us, "
-               "shmemx_dev_ptr + raw atom - raw atom %.3f (fast address) |\n",
-               val("e4_fadd", "lib_opaque_pe_fast", 8) - val("e4_fadd", "raw_ptr_once_fast", 8),
+        printf("| E4 (H3) | one call's translation (PE read on every call): library - raw "
+               "atom %.3f us, shmemx_dev_ptr + raw atom - raw atom %.3f (fast address) |\n",
+               val("e4_fadd", "lib_opaque_pe_fast", 8) -
+                   val("e4_fadd", "raw_ptr_once_opaque_pe_fast", 8),
                val("e4_fadd", "raw_ptr_per_call_opaque_pe_fast", 8) -
-                   val("e4_fadd", "raw_ptr_once_fast", 8));
+                   val("e4_fadd", "raw_ptr_once_opaque_pe_fast", 8));
     if (val("e5_store_fence", "T0", 8) > 0)
         printf("| E5 (H4) | T511 - T0: %.3f us per iteration (T0 %.3f, no store %.3f) |\n",
                val("e5_store_fence", "T511", 8) - val("e5_store_fence", "T0", 8),
