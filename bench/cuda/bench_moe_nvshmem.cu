@@ -65,9 +65,11 @@ static void die(const char *msg)
 
 /* ---- kernels (the same steps as bench_moe_ushmem.cu's) ---- */
 
-__global__ void k_barrier(void)
+__global__ void k_barrier(uint64_t *st)
 {
     nvshmemx_barrier_all_block();
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_B_END, moe_now());
 }
 
 __global__ void __launch_bounds__(MOE_MAX_THREADS)
@@ -247,7 +249,7 @@ static int run(int rank, nvshmemx_uniqueid_t id, moe_cfg c)
     char msg[512];
     const int R = c.rounds;
     double *tmine = g_times + (size_t)me * 3 * R;
-    void *bargs[] = {NULL}; // k_barrier takes none
+    void *bargs[] = {&st};
     uint64_t *rec_mine = g_recs + (size_t)me * R * MOE_REC;
     void *dargs[] = {&c, &x, &rows, &counter, &sig, (void *)&cap, &nrecv, &st};
     void *cargs[] = {&c, &rows, &nrecv, &back, &csig, &out, &st};

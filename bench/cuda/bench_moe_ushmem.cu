@@ -53,9 +53,11 @@
 
 /* ---- kernels ---- */
 
-__global__ void k_barrier(DEVH d)
+__global__ void k_barrier(DEVH d, uint64_t *st)
 {
     shmemx_dev_barrier_all_block(d);
+    if (threadIdx.x == 0)
+        moe_stamp(st, MOE_ST_B_END, moe_now());
 }
 
 // sig: this PE's array of npes words, word [src] for PE src's rows; cap: the
@@ -269,7 +271,7 @@ int main(int argc, char **argv)
     std::vector<uint64_t> hsmall(nsmall);
     char msg[512];
     int threads = c.threads;
-    void *bargs[] = {(void *)&d};
+    void *bargs[] = {(void *)&d, &st};
     void *dargs[] = {(void *)&d, &c,  &x,     &rows, &counter, &sig, (void *)&cap,
                      &nrecv,     &st, &release};
     void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out, &st};

@@ -307,8 +307,12 @@ static void moe_print(const char *phase, int npes, std::vector<double> v)
  * after its quiet, after its signals, (CTA 0) when every PE's signals were in;
  * the CTA's start of the combine, its last warp's last put, and when every row
  * was back. No barrier is added for them: each warp writes its end time into
- * shared memory, read after a barrier the kernel has anyway. */
+ * shared memory, read after a barrier the kernel has anyway. The device
+ * barrier kernel before the dispatch stamps its end into CTA 0's MOE_ST_B_END
+ * (where the start skew comes from: the barrier's release, or the gap from
+ * its end to the dispatch's start). */
 enum {
+    MOE_ST_B_END,
     MOE_ST_D_START,
     MOE_ST_D_ISSUED,
     MOE_ST_D_QUIET,
@@ -351,9 +355,11 @@ __device__ __forceinline__ uint64_t moe_last_warp(const uint64_t *slots)
 
 // One PE's record of a round from its CTAs' stamps: the dispatch start (the
 // earliest CTA's), then each milestone's absolute time (the latest CTA's;
-// the signals-in milestone is CTA 0's, the combine start the earliest CTA's).
-#define MOE_REC 8
-static const char *const moe_milestones[MOE_REC - 1] = {
+// the signals-in milestone is CTA 0's, the combine start the earliest CTA's),
+// then the barrier kernel's end.
+#define MOE_MILESTONES 7
+#define MOE_REC        (MOE_MILESTONES + 2)
+static const char *const moe_milestones[MOE_MILESTONES] = {
     "issued", "quieted", "signalled", "all_in", "combine_start", "combine_sent", "combine_back"};
 static void moe_record(const uint64_t *st, int blocks, uint64_t rec[MOE_REC])
 {
@@ -374,32 +380,44 @@ static void moe_record(const uint64_t *st, int blocks, uint64_t rec[MOE_REC])
     rec[5] = c0;
     rec[6] = mx[MOE_ST_C_SENT];
     rec[7] = mx[MOE_ST_C_BACK];
+    rec[MOE_MILESTONES + 1] = st[MOE_ST_B_END]; // the barrier kernel's (CTA 0's slot)
 }
 
 // PE 0, from every PE's records (recs[(pe * rounds + i) * MOE_REC + j]): per
-// round, the start skew (latest PE's dispatch start - earliest's) and each
-// milestone of the slowest PE, counted from the earliest PE's start, in µs;
-// one moe_print line each ("R moe_at_<milestone> ...", "R moe_start_skew ...").
+// round, the barrier's release skew (latest PE's barrier end - earliest's),
+// the launch gap (the largest over the PEs of its dispatch start - its own
+// barrier end), the start skew (latest PE's dispatch start - earliest's) and
+// each milestone of the slowest PE, counted from the earliest PE's start, in
+// µs; one moe_print line each ("R moe_barrier_skew ...", "R moe_launch_gap
+// ...", "R moe_start_skew ...", "R moe_at_<milestone> ...").
 static void moe_print_profile(int npes, int rounds, const uint64_t *recs)
 {
-    std::vector<double> skew((size_t)rounds);
-    std::vector<std::vector<double>> at(MOE_REC - 1, std::vector<double>((size_t)rounds));
+    std::vector<double> skew((size_t)rounds), bskew((size_t)rounds), gap((size_t)rounds);
+    std::vector<std::vector<double>> at(MOE_MILESTONES, std::vector<double>((size_t)rounds));
     for (int i = 0; i < rounds; i++) {
-        uint64_t lo = UINT64_MAX, hi = 0;
-        uint64_t m[MOE_REC] = {0};
+        uint64_t lo = UINT64_MAX, hi = 0, blo = UINT64_MAX, bhi = 0, g = 0;
+        uint64_t m[MOE_MILESTONES + 1] = {0};
         for (int pe = 0; pe < npes; pe++) {
             const uint64_t *r = recs + ((size_t)pe * rounds + i) * MOE_REC;
+            const uint64_t b = r[MOE_MILESTONES + 1];
             lo = std::min(lo, r[0]);
             hi = std::max(hi, r[0]);
-            for (int j = 1; j < MOE_REC; j++)
+            blo = std::min(blo, b);
+            bhi = std::max(bhi, b);
+            g = std::max(g, r[0] >= b ? r[0] - b : 0);
+            for (int j = 1; j <= MOE_MILESTONES; j++)
                 m[j] = std::max(m[j], r[j]);
         }
         skew[(size_t)i] = (double)(hi - lo) / 1e3;
-        for (int j = 1; j < MOE_REC; j++)
+        bskew[(size_t)i] = (double)(bhi - blo) / 1e3;
+        gap[(size_t)i] = (double)g / 1e3;
+        for (int j = 1; j <= MOE_MILESTONES; j++)
             at[(size_t)j - 1][(size_t)i] = m[j] >= lo ? (double)(m[j] - lo) / 1e3 : 0.0;
     }
+    moe_print("barrier_skew", npes, bskew);
+    moe_print("launch_gap", npes, gap);
     moe_print("start_skew", npes, skew);
-    for (int j = 0; j < MOE_REC - 1; j++) {
+    for (int j = 0; j < MOE_MILESTONES; j++) {
         char name[48];
         snprintf(name, sizeof name, "at_%s", moe_milestones[j]);
         moe_print(name, npes, at[(size_t)j]);

@@ -12,9 +12,11 @@ import argparse
 import os
 
 PHASES = ("dispatch", "combine", "total")
-# where the time goes (moe_common.cuh's phase stamps): the PEs' start skew,
-# then each milestone of the slowest PE from the earliest PE's dispatch start
-MILESTONES = ("start_skew", "at_issued", "at_quieted", "at_signalled", "at_all_in",
+# where the time goes (moe_common.cuh's phase stamps): the spread of the
+# barrier kernel's end over the PEs, the largest gap from a PE's barrier end
+# to its dispatch start, the PEs' start skew, then each milestone of the
+# slowest PE from the earliest PE's dispatch start
+MILESTONES = ("barrier_skew", "launch_gap", "start_skew", "at_issued", "at_quieted", "at_signalled", "at_all_in",
               "at_combine_start", "at_combine_sent", "at_combine_back")
 STATS = ("best", "mean", "median", "p90", "max")
 
@@ -93,7 +95,9 @@ def main():
                 " / ".join(f(us.get(s)) for s in ("best", "p90", "max")),
                 " / ".join(f(vs.get(s)) for s in ("best", "p90", "max"))))
     print()
-    print("Where the time goes (%globaltimer stamps in the kernels, µs): start_skew = latest PE's "
+    print("Where the time goes (%globaltimer stamps in the kernels, µs): barrier_skew = latest "
+          "PE's end of the device barrier before the dispatch - earliest's; launch_gap = the "
+          "largest over the PEs of its dispatch start - its barrier end; start_skew = latest PE's "
           "dispatch start - earliest's; at_X = when the slowest PE reached X, from the earliest "
           "PE's dispatch start: issued (last warp done with its fetch_adds and puts), quieted, "
           "signalled (its CTAs' signal adds sent), all_in (every PE's signals arrived), "
