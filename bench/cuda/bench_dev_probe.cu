@@ -463,9 +463,16 @@ __global__ void e2_pingpong(DEVH d, char *data, const char *src, uint64_t *sig, 
  * the handle; an opaque register move was not enough: ptxas hoisted 3's
  * translation past it); 9: 1 with the same read feeding the pointer (+0), the
  * base to subtract: what one call pays where it is not in a loop, as the MoE
- * dispatch's fetch_adds.
+ * dispatch's fetch_adds. Candidate translations for one call, each with the
+ * PE read the same way and a trap where the library would take its rare path:
+ * 10 the library's fast half alone (ushmemi_dev_route_fast, no rare path in
+ * the kernel); 11 the near index as one multiply-add, pe * stride + (start -
+ * near_first), the constant part off the dependent chain; 12 a near table
+ * indexed by team PE that holds this PE's own base too (emulated on the
+ * world handle, where team and world PEs coincide: near_first 0 and stride 1
+ * are checked on the host), so no own-heap select.
  * out[0] sum, out[1] the last value fetched, out[2] %smid. */
-static const int kFaddForms = 10;
+static const int kFaddForms = 13;
 static const char *const fadd_names[kFaddForms] = {"lib",
                                                    "raw_ptr_once",
                                                    "atomicadd_sys_ptr_once",
@@ -475,7 +482,10 @@ static const char *const fadd_names[kFaddForms] = {"lib",
                                                    "route_ldg_table",
                                                    "lib_opaque_pe",
                                                    "raw_ptr_per_call_opaque_pe",
-                                                   "raw_ptr_once_opaque_pe"};
+                                                   "raw_ptr_once_opaque_pe",
+                                                   "fast_half_opaque_pe",
+                                                   "fused_index_opaque_pe",
+                                                   "team_table_opaque_pe"};
 __device__ __forceinline__ uint64_t p_atom_add(uint64_t *p, uint64_t v)
 {
     uint64_t old;
@@ -490,7 +500,7 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
     uint64_t *p = 0;
     if constexpr (F == 1 || F == 2 || F == 4 || F == 9)
         p = (uint64_t *)shmemx_dev_ptr(d, ctr, pe);
-    __shared__ int s_pe; /* F 7-9: the PE, read back on every call */
+    __shared__ int s_pe; /* F >= 7: the PE, read back on every call */
     s_pe = pe;
     __syncthreads();
     uint64_t inc = 1, acc = 0, old = 0;
@@ -514,15 +524,41 @@ template <int F> __global__ void k_fadd(DEVH d, uint64_t *ctr, int pe, int iters
             old = p_atom_add((uint64_t *)shmemx_dev_ptr(d, ctr, *(volatile int *)&s_pe), inc);
         else if constexpr (F == 9)
             old = p_atom_add(p + (*(volatile int *)&s_pe - pe), inc);
-        else {
+        else if constexpr (F >= 10) {
+            const int q = *(volatile int *)&s_pe;
+            uint64_t base;
+            bool ok;
+            if constexpr (F == 10) {
+                int w;
+                char *r;
+                ok = ushmemi_dev_route_fast(d, ctr, 8, q, &w, true, &r);
+                base = (uint64_t)(uintptr_t)r - ((uint64_t)(uintptr_t)ctr - d.heap_base);
+            } else if constexpr (F == 11) {
+                const unsigned i =
+                    (unsigned)q * (unsigned)d.team_stride + (unsigned)(d.team_start - d.near_first);
+                const int w = d.team_start + q * d.team_stride;
+                const bool near = i < (unsigned)d.near_n, self = w == d.world_pe;
+                const uint64_t nb = d.near_base[near ? i : 0];
+                base = self ? d.heap_base : nb;
+                ok = (near | self) & ((unsigned)q < (unsigned)d.n_pes) & (base != 0);
+            } else {
+                const bool in = (unsigned)q < (unsigned)d.near_n;
+                base = d.near_base[in ? q : 0];
+                ok = in & ((unsigned)q < (unsigned)d.n_pes) & (base != 0);
+            }
+            if (__builtin_expect(!ok, 0))
+                ushmemi_dev_trap();
+            old = p_atom_add(
+                (uint64_t *)(uintptr_t)(base + ((uint64_t)(uintptr_t)ctr - d.heap_base)), inc);
+        } else {
             const int wp = d.team_start + pe * d.team_stride;
             uint64_t base;
             if constexpr (F == 5)
                 base = d.near_base[wp - d.near_first];
             else
                 base = ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + wp);
-            old = p_atom_add((uint64_t *)(uintptr_t)(base + ((uint64_t)(uintptr_t)ctr - d.heap_base)),
-                             inc);
+            old = p_atom_add(
+                (uint64_t *)(uintptr_t)(base + ((uint64_t)(uintptr_t)ctr - d.heap_base)), inc);
         }
         acc += old;
         inc = 1 + (old >> 63);
@@ -1087,8 +1123,9 @@ template <int F> static void fadd_launch(const shmemx_dev_t &d, uint64_t *c, int
     k_fadd<F><<<1, 1, 0, g_s>>>(d, c, 1, it, o);
 }
 static const fadd_fn fadd_fns[kFaddForms] = {
-    fadd_launch<0>, fadd_launch<1>, fadd_launch<2>, fadd_launch<3>, fadd_launch<4>,
-    fadd_launch<5>, fadd_launch<6>, fadd_launch<7>, fadd_launch<8>, fadd_launch<9>};
+    fadd_launch<0>,  fadd_launch<1>,  fadd_launch<2>, fadd_launch<3>, fadd_launch<4>,
+    fadd_launch<5>,  fadd_launch<6>,  fadd_launch<7>, fadd_launch<8>, fadd_launch<9>,
+    fadd_launch<10>, fadd_launch<11>, fadd_launch<12>};
 
 // One launch of form f on counter idx (set*kCtrs + i): us per fetch_add; *sm
 // where it ran; false when the values fetched were not the expected ones.
@@ -1184,6 +1221,13 @@ static void e3_e4(probe &p)
             printf("# e4 %s address: %s_%02d (E3 library median %.3f us)\n", wname[k],
                    set_names[where[k] / kCtrs], where[k] % kCtrs, lib_med[where[k]]);
             for (int f = 0; f < kFaddForms; f++) {
+                if (f == 12 &&
+                    (p.d.near_first != 0 || p.d.team_start != 0 || p.d.team_stride != 1)) {
+                    printf("# e4 %s: skipped (the world handle's near table does not start at "
+                           "PE 0)\n",
+                           fadd_names[f]);
+                    continue;
+                }
                 double us;
                 unsigned sm;
                 bool ok = fadd_once(p, f, where[k], 1000, &us, &sm);
