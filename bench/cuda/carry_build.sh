@@ -12,6 +12,7 @@
 # the ushmem device benchmarks (bench_dev_ushmem, bench_dev_coll,
 # bench_moe_ushmem; then: PREBUILT=1 bench/cuda/dev_run.sh /work/main/build-gpu
 # OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
+# AB_BASE=REV adds bench_dev_ushmem_base (below).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 # bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu
@@ -21,6 +22,22 @@ cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /t
 if [ "${BENCH:-0}" = 1 ]; then
   . bench/cuda/common.sh
   build_ushmem_benches build-gpu /tmp/carry_build.log || { tail -20 /tmp/carry_build.log; exit 1; }
+fi
+# AB_BASE=REV: also bench_dev_ushmem_base, the same benchmark built against the
+# device headers of commit REV and linked with this library, for a same-run
+# comparison (device_call.sh AB=1, bench/cuda/ab_run.sh). REV's handle must be
+# this one (same SHMEMX_DEV_VERSION and layout): refused otherwise.
+if [ -n "${AB_BASE:-}" ]; then
+  abinc=$(mktemp -d /tmp/ab_include.XXXXXX)
+  git archive "$AB_BASE" include | tar -x -C "$abinc" || { echo "AB_BASE=$AB_BASE: no such commit"; exit 1; }
+  if ! cmp -s "$abinc/include/shmemx_device_types.h" include/shmemx_device_types.h; then
+    echo "AB_BASE=$AB_BASE: its shmemx_device_types.h differs from this one (the handle must match)"
+    exit 1
+  fi
+  nvcc -O2 -std=c++17 -arch=sm_90 -I"$abinc/include" bench/cuda/bench_dev_ushmem.cu \
+    -o build-gpu/bench_dev_ushmem_base build-gpu/libushmem.a -ldl -lpthread \
+    >>/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
+  rm -rf "$abinc"
 fi
 rm -rf build-carry
 cp -a build-gpu build-carry
