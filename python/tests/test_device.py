@@ -119,7 +119,8 @@ def test_triton_module_without_triton():
     import ushmem.triton as ust
     if ust.HAVE_TRITON:
         pytest.skip("triton is installed")
-    for name in ("peer_ptr", "signal_set", "signal_add", "signal_wait_until_ge", "fence_sys"):
+    for name in ("peer_ptr", "signal_set", "signal_add", "signal_set_relaxed",
+                 "signal_add_relaxed", "signal_wait_until_ge", "fence_sys"):
         with pytest.raises(ImportError, match="needs Triton"):
             getattr(ust, name)()
 
@@ -213,13 +214,19 @@ def _ring_kernels():
 
     @triton.jit
     def put_signal_kernel(src, dst, sig, peer_bases, my_base, pe, n, value,
-                          ADD: tl.constexpr, BLOCK: tl.constexpr):
+                          ADD: tl.constexpr, RELAXED: tl.constexpr, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         x = tl.load(src + offs, mask=mask)
         tl.store(ust.peer_ptr(dst + offs, peer_bases, my_base, pe), x, mask=mask)
         remote_sig = ust.peer_ptr(sig, peer_bases, my_base, pe)
-        if ADD:
+        if RELAXED:     # quiet first, then a signal that orders nothing itself
+            ust.fence_sys()
+            if ADD:
+                ust.signal_add_relaxed(remote_sig, value)
+            else:
+                ust.signal_set_relaxed(remote_sig, value)
+        elif ADD:
             ust.signal_add(remote_sig, value)
         else:
             ust.signal_set(remote_sig, value)
@@ -235,7 +242,7 @@ def _ring_kernels():
 
 @_cuda_test
 @pytest.mark.requires_multi_pe
-@pytest.mark.parametrize("mode", ["set", "add"])
+@pytest.mark.parametrize("mode", ["set", "add", "set_relaxed", "add_relaxed"])
 def test_triton_ring_put_signal(me, npes, data, mode):
     if not _have_triton():
         pytest.skip("needs triton")
@@ -255,9 +262,10 @@ def test_triton_ring_put_signal(me, npes, data, mode):
     a = ust.put_signal_args(dst, right)
     sa = ust.put_signal_args(sig, right)
     # the signal: SET to a value once per program, or ADD 1 per program
-    value, expect = (7, 7) if mode == "set" else (1, grid)
+    add = mode.startswith("add")
+    value, expect = (1, grid) if add else (7, 7)
     put_signal_kernel[(grid,)](src, dst, sig, a.peer_bases, a.my_base, a.pe, n, value,
-                               ADD=mode == "add", BLOCK=block)
+                               ADD=add, RELAXED=mode.endswith("_relaxed"), BLOCK=block)
     # wait on the stream (no device spin), then read what the left neighbour put
     ushmem.signal_wait_until_on_stream(sig, ushmem.CMP_GE, expect, s)
     got = dst.clone()

@@ -24,7 +24,11 @@ Memory model (the same as the CUDA header's): data moves with plain stores
 through the peer's mapping; signal_set / signal_add first synchronize the
 program's threads (a CTA barrier), then one thread publishes the signal with a
 system-scope release (st.release.sys / red.release.sys.add), which covers every
-store of the program made before it. signal_wait_until_ge spins on the
+store of the program made before it. signal_set_relaxed / signal_add_relaxed are
+the OpenSHMEM signal_op semantics (NVSHMEM's nvshmemx_signal_op): a relaxed update
+from the program's first thread that orders nothing, for after fence_sys(), whose
+fence.sc.sys runs on that same thread (a quiet, then a cheap signal: the pattern
+of MoE dispatch kernels). signal_wait_until_ge spins on the
 caller's own memory with system-scope acquire loads. System scope is used for
 every peer, the same GPU included.
 
@@ -34,7 +38,8 @@ otherwise wait on the host stream with ushmem.signal_wait_until_on_stream, which
 never spins a kernel. Puts and signals are allowed everywhere.
 
 The helpers are program-level (every thread of the program calls them, as
-Triton code does): signal_set, signal_add and fence_sys act once per program;
+Triton code does): signal_set, signal_add, their _relaxed forms and fence_sys act
+once per program;
 their signal pointer must be a single pointer, not a block of them.
 
 Importing this module works without Triton (put_signal_args is plain Python);
@@ -53,7 +58,8 @@ except ImportError as _e:  # the jit helpers below raise on use
 else:
     _triton_error = None
 
-__all__ = ["peer_ptr", "signal_set", "signal_add", "signal_wait_until_ge", "signal_fetch",
+__all__ = ["peer_ptr", "signal_set", "signal_add", "signal_set_relaxed", "signal_add_relaxed",
+           "signal_wait_until_ge", "signal_fetch",
            "fence_sys", "put_signal_args", "PeerArgs", "HAVE_TRITON", "signal_wait_until",
            "test_all", "test_all_vector", "test_any", "test_any_vector", "test_some",
            "test_some_vector", "wait_until_all", "wait_until_all_vector", "wait_until_any",
@@ -174,6 +180,63 @@ def signal_add(sig_ptr, value):
         or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
         setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
         @%ushmem_p red.release.sys.global.add.u64 [$1], $2;
+        mov.u32 $0, 0;
+        }""",
+        constraints="=r,l,l",
+        args=[p, tl.cast(value, tl.uint64)],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+@_jit
+def signal_set_relaxed(sig_ptr, value):
+    """Set the 64-bit signal word at sig_ptr to value with a relaxed system-scope store
+    from the program's first thread, no barrier and no ordering of its own (OpenSHMEM's
+    shmem_signal_op, NVSHMEM's nvshmemx_signal_op; shmemx_dev_signal_op_relaxed in CUDA):
+    what it announces must be complete first, by fence_sys() in this program before it
+    (its fence runs on the same first thread)."""
+    p = tl.cast(sig_ptr, tl.pointer_type(tl.uint64))
+    tl.static_assert(p.numel == 1, "signal_set_relaxed takes one signal pointer, not a block")
+    tl.inline_asm_elementwise(
+        asm="""{
+        .reg .pred %ushmem_p;
+        .reg .b32 %ushmem_t<3>;
+        mov.u32 %ushmem_t0, %tid.x;
+        mov.u32 %ushmem_t1, %tid.y;
+        mov.u32 %ushmem_t2, %tid.z;
+        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
+        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
+        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
+        @%ushmem_p st.relaxed.sys.global.u64 [$1], $2;
+        mov.u32 $0, 0;
+        }""",
+        constraints="=r,l,l",
+        args=[p, tl.cast(value, tl.uint64)],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+@_jit
+def signal_add_relaxed(sig_ptr, value):
+    """Add value to the 64-bit signal word at sig_ptr with a relaxed system-scope
+    reduction from the program's first thread, no barrier and no ordering of its own:
+    after fence_sys() in this program, as signal_set_relaxed (peer signal words need
+    native peer atomics: DeviceHandle.peer_atomics)."""
+    p = tl.cast(sig_ptr, tl.pointer_type(tl.uint64))
+    tl.static_assert(p.numel == 1, "signal_add_relaxed takes one signal pointer, not a block")
+    tl.inline_asm_elementwise(
+        asm="""{
+        .reg .pred %ushmem_p;
+        .reg .b32 %ushmem_t<3>;
+        mov.u32 %ushmem_t0, %tid.x;
+        mov.u32 %ushmem_t1, %tid.y;
+        mov.u32 %ushmem_t2, %tid.z;
+        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
+        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
+        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
+        @%ushmem_p red.relaxed.sys.global.add.u64 [$1], $2;
         mov.u32 $0, 0;
         }""",
         constraints="=r,l,l",
