@@ -34,9 +34,9 @@ if [ -n "${AB_BASE:-}" ]; then
     echo "AB_BASE=$AB_BASE: its shmemx_device_types.h differs from this one (the handle must match)"
     exit 1
   fi
-  nvcc -O2 -std=c++17 -arch=sm_90 -I"$abinc/include" bench/cuda/bench_dev_ushmem.cu \
-    -o build-gpu/bench_dev_ushmem_base build-gpu/libushmem.a -ldl -lpthread \
-    >>/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
+  . bench/cuda/common.sh
+  BENCH_INCLUDE="$abinc/include" BENCH_SUFFIX=_base build_ushmem_benches build-gpu \
+    /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
   rm -rf "$abinc"
 fi
 rm -rf build-carry

@@ -66,14 +66,17 @@ mps_quit() {
 # (NAMEs; default bench_dev_ushmem, bench_dev_coll, bench_moe_ushmem and
 # bench_dev_probe)
 # against BUILD_DIR's libushmem.a; needs no GPU. Non-zero with a line when one
-# fails.
+# fails. BENCH_INCLUDE: another include folder for the headers (default the
+# repository's); BENCH_SUFFIX: appended to each output name (carry_build.sh
+# AB_BASE builds bench_dev_ushmem_base this way).
 build_ushmem_benches() {
-  local b here out=$1 log=$2
+  local b here inc out=$1 log=$2
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  inc=${BENCH_INCLUDE:-$here/../../include}
   shift 2
   [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem bench_dev_probe
   for b in "$@"; do
-    nvcc -O2 -std=c++17 -arch=sm_90 -I"$here/../../include" "$here/$b.cu" -o "$out/$b" \
+    nvcc -O2 -std=c++17 -arch=sm_90 -I"$inc" "$here/$b.cu" -o "$out/$b${BENCH_SUFFIX:-}" \
       "$out/libushmem.a" -ldl -lpthread >>"$log" 2>&1 || { echo "$b: build failed"; return 1; }
   done
 }
