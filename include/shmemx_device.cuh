@@ -402,8 +402,8 @@ SHMEMX_DEV_FN bool ushmemi_dev_base_fast(const shmemx_dev_t &d, int pe, int *wp,
 /* The rare path of ushmemi_dev_route: traps for a bad PE, a bad address (with
  * SHMEMX_DEVICE_CHECKS) or a refused atomic, the base from the device table
  * beyond near_base, NULL for a PE the proxy reaches. */
-SHMEMX_DEV_FN char *ushmemi_dev_route_rare(const shmemx_dev_t &d, const void *sym, size_t n,
-                                           int pe, const char *call, int wp, bool amo)
+SHMEMX_DEV_FN char *ushmemi_dev_route_rare(const shmemx_dev_t &d, const void *sym, size_t n, int pe,
+                                           const char *call, int wp, bool amo)
 {
     (void)ushmemi_dev_world(d, pe, call); /* traps with the range message */
     ushmemi_dev_check_sym(d, sym, n, call);
@@ -513,9 +513,8 @@ struct ushmemi_dev_req_words {
 /* Takes a ticket, waits for its slot's previous lap to be released (only the
  * thread whose ticket equals free_cache reads free_upto over the bus and
  * raises free_cache for those behind it), fills the slot, then its seq. */
-SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_send(const shmemx_dev_t &d,
-                                             const ushmemi_dev_req_words &q, int w,
-                                             const char *call)
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_send(const shmemx_dev_t &d, const ushmemi_dev_req_words &q,
+                                             int w, const char *call)
 {
     const ushmemi_dev_ring_t *r = ushmemi_dev_ring(d);
     uint64_t *head = (uint64_t *)(uintptr_t)r->head;
@@ -576,7 +575,9 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_send(const shmemx_dev_t &d,
     }
 }
 
-/* The same from an array of 7 words (requests whose payload is packed in). */
+/* The same from an array of 7 words, for requests whose payload is packed in
+ * (ushmemi_dev_pack indexes the array); requests of fixed words are built as
+ * an ushmemi_dev_req_words and sent with ushmemi_dev_ring_send. */
 SHMEMX_DEV_FN uint64_t ushmemi_dev_ring_call(const shmemx_dev_t &d, const uint64_t q[7], int w,
                                              const char *call)
 {
@@ -1048,14 +1049,14 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
         if (!r && (add || set)) {
             /* after this thread's earlier requests to pe: the proxy keeps the order */
             unsigned op = add ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET;
-            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
-                             (uint64_t)(uintptr_t)sig,
-                             value,
-                             0,
-                             0,
-                             0,
-                             0};
-            (void)ushmemi_dev_ring_call(d, q, w, call);
+            const ushmemi_dev_req_words q = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
+                                             (uint64_t)(uintptr_t)sig,
+                                             value,
+                                             0,
+                                             0,
+                                             0,
+                                             0};
+            (void)ushmemi_dev_ring_send(d, q, w, call);
             return;
         }
     }
@@ -1219,15 +1220,16 @@ SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T 
     if (__builtin_expect(!ushmemi_dev_route_fast(d, dest, sizeof(T), pe, &w, amo, &r), 0)) {
         r = ushmemi_dev_route_rare(d, dest, sizeof(T), pe, call, w, amo);
         if (!r) { /* the proxy carries it to the owner: a GPU atomic there */
-            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0),
-                                             0, (unsigned)op | (unsigned)sizeof(T) << 8, w),
-                             (uint64_t)(uintptr_t)dest,
-                             ushmemi_dev_bits(value),
-                             ushmemi_dev_bits(cond),
-                             0,
-                             0,
-                             0};
-            return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_call(d, q, w, call));
+            const ushmemi_dev_req_words q = {
+                ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0), 0,
+                                (unsigned)op | (unsigned)sizeof(T) << 8, w),
+                (uint64_t)(uintptr_t)dest,
+                ushmemi_dev_bits(value),
+                ushmemi_dev_bits(cond),
+                0,
+                0,
+                0};
+            return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_send(d, q, w, call));
         }
     }
     uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
@@ -1471,14 +1473,15 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         int w = d.team_start + j * d.team_stride;
         uint64_t base = ushmemi_dev_base(d, w);
         if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
-            uint64_t q[7] = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, USHMEMI_DEV_AMO_SET | 8u << 8, w),
-                             d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe,
-                             e,
-                             0,
-                             0,
-                             0,
-                             0};
-            (void)ushmemi_dev_ring_call(d, q, w, call);
+            const ushmemi_dev_req_words q = {
+                ushmemi_dev_req(USHMEMI_REQ_AMO, 0, USHMEMI_DEV_AMO_SET | 8u << 8, w),
+                d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe,
+                e,
+                0,
+                0,
+                0,
+                0};
+            (void)ushmemi_dev_ring_send(d, q, w, call);
             continue;
         }
         if (base == 0) {
