@@ -38,8 +38,10 @@
 //                thread: the library's release signal against relaxed, GPU-scope
 //                fence and release forms, and the quiet's fence.sc.sys against
 //                fence.sc.gpu (us per iteration)
-// usage: bench_dev_probe [MAX_BYTES (default 1 GiB; E7's largest size)]
-// env: PROBE_EXPS (default "0123456789": which experiments run)
+//   Ea, Eb       putmem_nbi_block's fixed cost piece by piece, and copies
+//                larger than L2 (probe_put.cuh; e10_*, e11_* GB/s)
+// usage: bench_dev_probe [MAX_BYTES (default 1 GiB; E7's and Eb's largest size)]
+// env: PROBE_EXPS (default "0123456789ab": which experiments run)
 #include <cuda_runtime.h>
 #include <shmemx.h>
 #include <shmemx_device.cuh>
@@ -928,6 +930,8 @@ static void copy_row(probe &p, const char *bench, const char *variant, size_t n,
     failed(what);
 }
 
+#include "probe_put.cuh"
+
 /* ---- E0: the machine ---- */
 
 static void e0(probe &p)
@@ -1553,6 +1557,7 @@ static void summary(void)
         printf("| E5 (H4) | T511 - T0: %.3f us per iteration (T0 %.3f, no store %.3f) |\n",
                val("e5_store_fence", "T511", 8) - val("e5_store_fence", "T0", 8),
                val("e5_store_fence", "T0", 8), val("e5_store_fence", "none", 8));
+    e10_e11_summary();
     int fails = 0;
     for (const result &r : g_res)
         fails += r.bench == "FAILED";
@@ -1564,7 +1569,7 @@ int main(int argc, char **argv)
 {
     size_t max = argc > 1 ? strtoull(argv[1], NULL, 0) : ((size_t)1 << 30);
     max = std::max(max, (size_t)4 << 20) & ~(size_t)4095;
-    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "0123456789";
+    const char *exps = getenv("PROBE_EXPS") ? getenv("PROBE_EXPS") : "0123456789ab";
     shmem_init();
     g_me = shmem_my_pe();
     if (shmem_n_pes() != 2)
@@ -1591,7 +1596,7 @@ int main(int argc, char **argv)
                p.waits ? "allowed" : "off", max, exps);
         printf(
             "# units: e1_* cycles; e2_*, e3_fadd, e3_stats, e4_*, e5_*, e8_lat_*, e9_* us; e6_*, "
-            "e7_*, e8_bw_* GB/s\n");
+            "e7_*, e8_bw_*, e10_*, e11_* GB/s\n");
         fflush(stdout);
     }
     CK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
@@ -1627,8 +1632,8 @@ int main(int argc, char **argv)
     struct {
         char id;
         void (*fn)(probe &);
-    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4}, {'5', e5},
-                 {'6', e6}, {'7', e7}, {'8', e8}, {'9', e9}};
+    } steps[] = {{'0', e0}, {'1', e1}, {'2', e2}, {'3', e3_e4}, {'5', e5}, {'6', e6},
+                 {'7', e7}, {'8', e8}, {'9', e9}, {'a', e10},   {'b', e11}};
     for (const auto &s : steps) {
         // E4 runs with E3 (it measures at E3's fastest and slowest address)
         if (!strchr(exps, s.id) && !(s.id == '3' && strchr(exps, '4')))

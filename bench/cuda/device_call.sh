@@ -5,7 +5,8 @@
 # behind its own switch and timeout, and at the end all output in one archive
 # ($OUT/all.tgz: the tool returns at most 8 files). Prints the summaries.
 #   CT='^cuda/dev_'   ctest regex over build-gpu (default: none); CT_T (280 s)
-#   PROBE=489         bench_dev_probe experiments (PROBE_EXPS); PROBE_T (200 s)
+#   PROBE=489         bench_dev_probe experiments (PROBE_EXPS, 0-9 a b); PROBE_T (200 s);
+#                     PROBE_MAX its MAX_BYTES (256 MiB; 1073741824 for Eb's 1 GiB row)
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
 #   AB=1              bench/cuda/ab_run.sh: bench_dev_ushmem_base (carry_build.sh
@@ -30,8 +31,8 @@ if [ -n "${CT:-}" ]; then
 fi
 if [ -n "${PROBE:-}" ]; then
   PREBUILT=1 PROBE_EXPS=$PROBE timeout "${PROBE_T:-200}" bash bench/cuda/probe_run.sh \
-    /work/main/build-gpu "$OUT/probe" 268435456 >"$OUT/probe.log" 2>&1
-  grep -E "^\| e[0-9]|^\| E|FAILED|checks" "$OUT/probe/probe.txt" | head -60
+    /work/main/build-gpu "$OUT/probe" "${PROBE_MAX:-268435456}" >"$OUT/probe.log" 2>&1
+  grep -E "^\| e[0-9]|^\| E|FAILED|checks" "$OUT/probe/probe.txt" | head -80
   echo "probe $((SECONDS - S)) s"
 fi
 if [ -n "${DEV:-}" ]; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The device-API probe (bench_dev_probe.cu: experiments E1-E9 on why some
+# The device-API probe (bench_dev_probe.cu: experiments E1-E9, Ea, Eb on why some
 # device rows trail NVSHMEM; docs/device.md "Measured"), 2 PEs on GPU 0:
 #  1. builds the library (if BUILD_DIR has none yet, or incrementally) and the
 #     probe, unless PREBUILT=1 (BUILD_DIR then holds tools/ushrun and
@@ -12,7 +12,7 @@
 #     ld.acquire come with CCTL.IVALL?) and of the E2 kernels (e2_sass.txt).
 # Never changes GPU settings (no nvidia-smi -c): MPS works in the default compute mode.
 # usage: bash bench/cuda/probe_run.sh BUILD_DIR OUTDIR [MAX_BYTES (default 1 GiB)]
-# env: PREBUILT=1, PROBE_EXPS (default 0123456789: which experiments)
+# env: PREBUILT=1, PROBE_EXPS (default 0123456789ab: which experiments)
 set -u
 B=${1:?usage: probe_run.sh BUILD_DIR OUTDIR [MAX_BYTES]}
 O=${2:?usage: probe_run.sh BUILD_DIR OUTDIR [MAX_BYTES]}
