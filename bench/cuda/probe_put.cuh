@@ -103,6 +103,12 @@ __global__ void k_e10(DEVH d, char *dst, const char *src, size_t n, int pe, int 
     if (len)
         for (int i = 0; i < iters; i++)
             e10_put<V>(d, dst + off, src + off, len, pe, once, tab);
+    /* Never taken: a store through src keeps the compiler from proving src
+     * read-only in this kernel and loading it with ld.global.nc, as it does
+     * where a kernel has no other path to it; the library call (variant 7),
+     * like most kernels, loads it coherently, and so does every variant here. */
+    if (iters < 0)
+        *(char *)src = 0;
     shmemx_dev_quiet_block(d);
 }
 
