@@ -673,15 +673,42 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
     }
 }
 
+/* Knobs for same-run A/B comparisons of the copy and the group route
+ * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
+ * are the measured choice.
+ *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
+ *     per thread instead of 4.
+ *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
+ *     before the group's opening sync instead of after it. */
+#ifndef USHMEMI_DEV_COPY_DEPTH
+#define USHMEMI_DEV_COPY_DEPTH 4
+#endif
+#ifndef USHMEMI_DEV_ROUTE_FIRST
+#define USHMEMI_DEV_ROUTE_FIRST 0
+#endif
+
 /* Words [0, nw) of sw to dw by member r of s: four loads in flight per
  * thread, then the last up to three words loaded together before they are
- * stored. I: the index type (32-bit where nw < 2^31, so i + 3 * s cannot wrap). */
+ * stored. I: the index type (32-bit where nw < 2^31, so i + 7 * s cannot wrap). */
 template <typename W, typename I>
 SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict__ dw,
                                           const W *__restrict__ sw, I nw)
 {
     const I s1 = s, s2 = 2 * (I)s, s3 = 3 * (I)s;
     I i = r;
+#if USHMEMI_DEV_COPY_DEPTH == 8
+    for (; i + 7 * (I)s < nw; i += 8 * (I)s) {
+        W v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            v[k] = sw[i + (I)k * s];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            dw[i + (I)k * s] = v[k];
+    }
+#elif USHMEMI_DEV_COPY_DEPTH != 4
+#error "USHMEMI_DEV_COPY_DEPTH is 4 or 8"
+#endif
     for (; i + s3 < nw; i += 4 * (I)s) {
         W a = sw[i], b = sw[i + s1], c = sw[i + s2], e = sw[i + s3];
         dw[i] = a;
@@ -805,8 +832,14 @@ template <typename G>
 SHMEMX_DEV_FN char *ushmemi_dev_group_route(const shmemx_dev_t &d, G g, const void *sym, size_t n,
                                             int pe, const char *call, int *w)
 {
+#if USHMEMI_DEV_ROUTE_FIRST
+    char *r = ushmemi_dev_route(d, sym, n, pe, call, w);
+    g.sync();
+    return r;
+#else
     g.sync();
     return ushmemi_dev_route(d, sym, n, pe, call, w);
+#endif
 }
 
 /* The group copies n bytes that start 16-byte aligned at both ends and are a

@@ -12,7 +12,7 @@
 # the ushmem device benchmarks (bench_dev_ushmem, bench_dev_coll,
 # bench_moe_ushmem; then: PREBUILT=1 bench/cuda/dev_run.sh /work/main/build-gpu
 # OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
-# AB_BASE=REV adds bench_dev_ushmem_base (below).
+# AB_BASE=REV adds bench_dev_ushmem_base, AB_VARIANTS bench_dev_ushmem_NAME (below).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 # bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu
@@ -39,6 +39,18 @@ if [ -n "${AB_BASE:-}" ]; then
     /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
   rm -rf "$abinc"
 fi
+# AB_VARIANTS="NAME:FLAGS ...": also bench_dev_ushmem_NAME, built from this tree
+# with the nvcc FLAGS (commas for spaces), e.g. the header's A/B knobs:
+#   AB_VARIANTS="d8:-DUSHMEMI_DEV_COPY_DEPTH=8 rf:-DUSHMEMI_DEV_ROUTE_FIRST=1"
+# device_call.sh AB=1 runs them after bench_dev_ushmem_base and bench_dev_ushmem.
+for v in ${AB_VARIANTS:-}; do
+  name=${v%%:*}
+  flags=${v#*:}
+  case "$name" in "" | *[!a-z0-9_]*) echo "AB_VARIANTS: bad name in '$v'"; exit 1 ;; esac
+  . bench/cuda/common.sh
+  BENCH_DEFS=${flags//,/ } BENCH_SUFFIX=_$name build_ushmem_benches build-gpu \
+    /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
+done
 rm -rf build-carry
 cp -a build-gpu build-carry
 rm -rf build-carry/CMakeFiles/ushmem_obj.dir build-carry/libushmem.a build-carry/python

@@ -68,7 +68,8 @@ mps_quit() {
 # against BUILD_DIR's libushmem.a; needs no GPU. Non-zero with a line when one
 # fails. BENCH_INCLUDE: another include folder for the headers (default the
 # repository's); BENCH_SUFFIX: appended to each output name (carry_build.sh
-# AB_BASE builds bench_dev_ushmem_base this way).
+# AB_BASE builds bench_dev_ushmem_base this way); BENCH_DEFS: extra nvcc flags
+# (carry_build.sh AB_VARIANTS: the header's A/B knobs).
 build_ushmem_benches() {
   local b here inc out=$1 log=$2
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -76,7 +77,10 @@ build_ushmem_benches() {
   shift 2
   [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem bench_dev_probe
   for b in "$@"; do
-    nvcc -O2 -std=c++17 -arch=sm_90 -I"$inc" "$here/$b.cu" -o "$out/$b${BENCH_SUFFIX:-}" \
-      "$out/libushmem.a" -ldl -lpthread >>"$log" 2>&1 || { echo "$b: build failed"; return 1; }
+    # BENCH_DEFS: extra nvcc flags, unquoted on purpose (several -D words)
+    # shellcheck disable=SC2086
+    nvcc -O2 -std=c++17 -arch=sm_90 ${BENCH_DEFS:-} -I"$inc" "$here/$b.cu" \
+      -o "$out/$b${BENCH_SUFFIX:-}" "$out/libushmem.a" -ldl -lpthread >>"$log" 2>&1 ||
+      { echo "$b: build failed"; return 1; }
   done
 }

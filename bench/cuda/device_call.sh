@@ -10,7 +10,8 @@
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
 #   AB=1              bench/cuda/ab_run.sh: bench_dev_ushmem_base (carry_build.sh
-#                     AB_BASE=REV) against bench_dev_ushmem, AB_ROUNDS (3) rounds,
+#                     AB_BASE=REV) against bench_dev_ushmem and any
+#                     bench_dev_ushmem_NAME (AB_VARIANTS), AB_ROUNDS (3) rounds,
 #                     AB_MAX bandwidth sizes (4096); AB_T (150 s)
 # usage (on the device machine, repository root):
 #   CT='^cuda/dev_rma/' PROBE=8 DEV=1 bash bench/cuda/device_call.sh
@@ -47,10 +48,13 @@ if [ -n "${MOE:-}" ]; then
   tail -40 "$OUT/moe.log"
 fi
 if [ -n "${AB:-}" ]; then
+  bins=(/work/main/build-gpu/bench_dev_ushmem_base /work/main/build-gpu/bench_dev_ushmem)
+  for b in /work/main/build-gpu/bench_dev_ushmem_*; do
+    case "$b" in *_base | *"*") ;; *) bins+=("$b") ;; esac
+  done
   ROUNDS=${AB_ROUNDS:-3} timeout "${AB_T:-150}" bash bench/cuda/ab_run.sh /work/main/build-gpu \
-    "$OUT/ab" "${AB_MAX:-4096}" /work/main/build-gpu/bench_dev_ushmem_base \
-    /work/main/build-gpu/bench_dev_ushmem >"$OUT/ab.txt" 2>&1
+    "$OUT/ab" "${AB_MAX:-4096}" "${bins[@]}" >"$OUT/ab.txt" 2>&1
   echo "ab rc=$? $((SECONDS - S)) s"
-  grep -E "^\| (row|put_lat|fetch|p_ping|put_signal|barrier)" "$OUT/ab.txt" | head -40
+  grep -E "^\| (row|put_lat|put_bw|fetch|p_ping|put_signal|barrier)" "$OUT/ab.txt" | head -120
 fi
 cd "$OUT" && tar czf /tmp/all.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/all.tgz "$OUT/"
