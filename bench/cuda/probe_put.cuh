@@ -11,7 +11,9 @@
 //                the library, the library's 4-deep word loop on a pointer
 //                taken once, 8 deep, streaming cache operators (ld/st.global.cs),
 //                an L2 evict_first policy on loads and stores, 2 CTAs per SM,
-//                and cudaMemcpyAsync; 64 MiB, 256 MiB, 1 GiB (up to MAX_BYTES).
+//                the grid striding over the whole buffer (no per-CTA chunks: not
+//                a block put, a copy kernel's shape) and cudaMemcpyAsync;
+//                64 MiB, 256 MiB, 1 GiB (up to MAX_BYTES).
 // Each variant's data is checked at the peer before and after its timing.
 
 /* ---- Ea: a block put's fixed cost ----
@@ -213,11 +215,17 @@ __device__ __forceinline__ void e11_words(unsigned r, unsigned s, ushmemi_dev_v4
     for (; i < nw; i += s)
         e11_st<F>(dw + i, e11_ld<F>(sw + i, pol), pol);
 }
-template <int D, int F>
+template <int D, int F, bool GRID = false>
 __global__ void k_e11(DEVH d, char *dst, const char *src, size_t n, int pe, int iters)
 {
     size_t off, len;
     bw_chunk(n, &off, &len);
+    if constexpr (GRID) {
+        /* not a block put: the whole grid strides over all of it, as a copy
+         * kernel would (what this many threads reach without per-CTA chunks) */
+        off = 0;
+        len = n;
+    }
     if constexpr (D == 0) {
         if (len)
             for (int i = 0; i < iters; i++)
@@ -229,8 +237,13 @@ __global__ void k_e11(DEVH d, char *dst, const char *src, size_t n, int pe, int 
         char *t = (char *)shmemx_dev_ptr(d, dst + off, pe);
         for (int i = 0; len && i < iters; i++) {
             ushmemi_dev_bar_block();
-            e11_words<D, F>(threadIdx.x, blockDim.x, (ushmemi_dev_v4 *)t,
-                            (const ushmemi_dev_v4 *)(src + off), len / 16, pol);
+            if constexpr (GRID)
+                e11_words<D, F>(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x,
+                                (ushmemi_dev_v4 *)t, (const ushmemi_dev_v4 *)(src + off), len / 16,
+                                pol);
+            else
+                e11_words<D, F>(threadIdx.x, blockDim.x, (ushmemi_dev_v4 *)t,
+                                (const ushmemi_dev_v4 *)(src + off), len / 16, pol);
             ushmemi_dev_bar_block();
         }
     }
@@ -241,10 +254,11 @@ static const struct {
     const char *name;
     void (*kernel)(shmemx_dev_t, char *, const char *, size_t, int, int);
     int ctas;
-} e11_variants[] = {{"lib", k_e11<0, 0>, 132},     {"d4", k_e11<4, 0>, 132},
-                    {"d8", k_e11<8, 0>, 132},      {"d4_cs", k_e11<4, 1>, 132},
-                    {"d8_cs", k_e11<8, 1>, 132},   {"d4_l2ef", k_e11<4, 2>, 132},
-                    {"d8_l2ef", k_e11<8, 2>, 132}, {"d4_cta264", k_e11<4, 0>, 264}};
+} e11_variants[] = {{"lib", k_e11<0, 0>, 132},          {"d4", k_e11<4, 0>, 132},
+                    {"d8", k_e11<8, 0>, 132},           {"d4_cs", k_e11<4, 1>, 132},
+                    {"d8_cs", k_e11<8, 1>, 132},        {"d4_l2ef", k_e11<4, 2>, 132},
+                    {"d8_l2ef", k_e11<8, 2>, 132},      {"d4_cta264", k_e11<4, 0>, 264},
+                    {"d4_grid", k_e11<4, 0, true>, 132}};
 
 static void e11(probe &p)
 {
