@@ -58,6 +58,9 @@ find build-carry -name "*.o" -delete
 for d in build-carry/tests/*/; do
   case "$d" in */cuda/) ;; *) find "$d" -type f -perm -u+x -delete ;; esac
 done
+# the CPU tests' programs and build records (ctest reads only CTestTestfile.cmake)
+find build-carry/tests -maxdepth 1 -type f -perm -u+x -delete
+rm -rf build-carry/tests/CMakeFiles
 # Debug info is most of each binary's size and no GPU run reads it.
 find build-carry -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "^ELF" && strip --strip-debug "$1"' _ {} \; 2>/dev/null || true
 find build-carry -name "*.so*" -type f -exec strip --strip-debug {} \; 2>/dev/null || true
