@@ -677,7 +677,8 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
  * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
  * are the measured choice.
  *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
- *     per thread instead of 4.
+ *     per thread instead of 4; 1: a plain strided loop, one word at a time (as
+ *     NVSHMEM's copy; probe E8 found it as fast or faster at 16-64 KiB a CTA).
  *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
  *     before the group's opening sync instead of after it. */
 #ifndef USHMEMI_DEV_COPY_DEPTH
@@ -694,6 +695,10 @@ template <typename W, typename I>
 SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict__ dw,
                                           const W *__restrict__ sw, I nw)
 {
+#if USHMEMI_DEV_COPY_DEPTH == 1
+    for (I i = r; i < nw; i += s)
+        dw[i] = sw[i];
+#else
     const I s1 = s, s2 = 2 * (I)s, s3 = 3 * (I)s;
     I i = r;
 #if USHMEMI_DEV_COPY_DEPTH == 8
@@ -707,7 +712,7 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict_
             dw[i + (I)k * s] = v[k];
     }
 #elif USHMEMI_DEV_COPY_DEPTH != 4
-#error "USHMEMI_DEV_COPY_DEPTH is 4 or 8"
+#error "USHMEMI_DEV_COPY_DEPTH is 1, 4 or 8"
 #endif
     for (; i + s3 < nw; i += 4 * (I)s) {
         W a = sw[i], b = sw[i + s1], c = sw[i + s2], e = sw[i + s3];
@@ -729,6 +734,7 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict_
         if (pc)
             dw[i + s2] = c;
     }
+#endif
 }
 
 /* The group copies n bytes: the head up to W alignment and the tail in pieces,

@@ -8,12 +8,12 @@
 //                global memory read through ld.global.nc). 1 CTA 1-64 KiB,
 //                8 CTAs 256 KiB, 132 CTAs 64 KiB and 1 MiB; GB/s.
 //   Eb e11_bw    copies larger than L2, 132 CTAs of 512 (the bench's shape):
-//                the library, the library's 4-deep word loop on a pointer
-//                taken once, 8 deep, streaming cache operators (ld/st.global.cs),
-//                an L2 evict_first policy on loads and stores, 2 CTAs per SM,
-//                the grid striding over the whole buffer (no per-CTA chunks: not
-//                a block put, a copy kernel's shape) and cudaMemcpyAsync;
-//                64 MiB, 256 MiB, 1 GiB (up to MAX_BYTES).
+//                the library, a plain strided word loop (1 deep, NVSHMEM's
+//                form) on a pointer taken once, the library's 4 deep, 8 deep, streaming cache
+//                operators (ld/st.global.cs), an L2 evict_first policy on loads and stores, 2 CTAs
+//                per SM, the grid striding over the whole buffer (no per-CTA chunks: not a block
+//                put, a copy kernel's shape) and cudaMemcpyAsync; 64 MiB, 256 MiB, 1 GiB (up to
+//                MAX_BYTES).
 // Each variant's data is checked at the peer before and after its timing.
 
 /* ---- Ea: a block put's fixed cost ----
@@ -254,11 +254,11 @@ static const struct {
     const char *name;
     void (*kernel)(shmemx_dev_t, char *, const char *, size_t, int, int);
     int ctas;
-} e11_variants[] = {{"lib", k_e11<0, 0>, 132},          {"d4", k_e11<4, 0>, 132},
-                    {"d8", k_e11<8, 0>, 132},           {"d4_cs", k_e11<4, 1>, 132},
-                    {"d8_cs", k_e11<8, 1>, 132},        {"d4_l2ef", k_e11<4, 2>, 132},
-                    {"d8_l2ef", k_e11<8, 2>, 132},      {"d4_cta264", k_e11<4, 0>, 264},
-                    {"d4_grid", k_e11<4, 0, true>, 132}};
+} e11_variants[] = {{"lib", k_e11<0, 0>, 132},       {"d1", k_e11<1, 0>, 132},
+                    {"d4", k_e11<4, 0>, 132},        {"d8", k_e11<8, 0>, 132},
+                    {"d4_cs", k_e11<4, 1>, 132},     {"d8_cs", k_e11<8, 1>, 132},
+                    {"d4_l2ef", k_e11<4, 2>, 132},   {"d8_l2ef", k_e11<8, 2>, 132},
+                    {"d4_cta264", k_e11<4, 0>, 264}, {"d4_grid", k_e11<4, 0, true>, 132}};
 
 static void e11(probe &p)
 {
