@@ -677,10 +677,14 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
  * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
  * are the measured choice.
  *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
- *     per thread instead of 4; 1: a plain strided loop, one word at a time (as
- *     NVSHMEM's copy; probe E8 found it as fast or faster at 16-64 KiB a CTA).
+ *     per thread instead of 4 (tests/cuda/dev_rma's k_put: 62 -> 72
+ *     registers, more than a 1024-thread block allows: a win would need a
+ *     path of its own for large copies); 1: a plain strided loop, one word at
+ *     a time (as NVSHMEM's copy; probe E8 found it as fast or faster at 16-64
+ *     KiB a CTA; k_put 54 registers).
  *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
- *     before the group's opening sync instead of after it. */
+ *     (and picks its copy by alignment) before the group's opening sync
+ *     instead of after it. */
 #ifndef USHMEMI_DEV_COPY_DEPTH
 #define USHMEMI_DEV_COPY_DEPTH 4
 #endif
@@ -838,14 +842,8 @@ template <typename G>
 SHMEMX_DEV_FN char *ushmemi_dev_group_route(const shmemx_dev_t &d, G g, const void *sym, size_t n,
                                             int pe, const char *call, int *w)
 {
-#if USHMEMI_DEV_ROUTE_FIRST
-    char *r = ushmemi_dev_route(d, sym, n, pe, call, w);
-    g.sync();
-    return r;
-#else
     g.sync();
     return ushmemi_dev_route(d, sym, n, pe, call, w);
-#endif
 }
 
 /* The group copies n bytes that start 16-byte aligned at both ends and are a
@@ -875,14 +873,20 @@ SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
 }
 
 /* The group copies n bytes from src to dst (one of them the peer's copy): the
- * short path when both are 16-byte words, else the general copy. */
+ * short path when both are 16-byte words (w16: ushmemi_dev_whole16), else the
+ * general copy. */
 template <typename G>
-SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, void *dst, const void *src, size_t n)
+SHMEMX_DEV_FN void ushmemi_dev_copy_as(G g, void *dst, const void *src, size_t n, bool w16)
 {
-    if (ushmemi_dev_whole16(dst, src, n))
+    if (w16)
         ushmemi_dev_copy16(g, dst, src, (unsigned)(n >> 4));
     else
         ushmemi_dev_copy(g, dst, src, n);
+}
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, void *dst, const void *src, size_t n)
+{
+    ushmemi_dev_copy_as(g, dst, src, n, ushmemi_dev_whole16(dst, src, n));
 }
 
 /* A group put's data to the peer's copy of dest (the group not synced after).
@@ -912,9 +916,17 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
         }
         return r;
     }
+#if USHMEMI_DEV_ROUTE_FIRST
+    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
+    const bool w16 = ushmemi_dev_whole16(r, src, n);
+    g.sync(); /* the group's stores to src first */
+    if (r)
+        ushmemi_dev_copy_as(g, r, src, n, w16);
+#else
     char *r = ushmemi_dev_group_route(d, g, dest, n, pe, call, w);
     if (r)
         ushmemi_dev_copy_to(g, r, src, n);
+#endif
     return r;
 }
 
@@ -936,12 +948,22 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
 {
     int w;
     (void)nbi;
+#if USHMEMI_DEV_ROUTE_FIRST
+    const char *r = ushmemi_dev_route(d, src, n, pe, call, &w);
+    const bool w16 = ushmemi_dev_whole16(dest, r, n);
+    g.sync(); /* the group is done with dest */
+#else
     const char *r = ushmemi_dev_group_route(d, g, src, n, pe, call, &w);
+#endif
     if (!r) {
         ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
         return;
     }
+#if USHMEMI_DEV_ROUTE_FIRST
+    ushmemi_dev_copy_as(g, dest, r, n, w16);
+#else
     ushmemi_dev_copy_to(g, dest, r, n);
+#endif
     g.sync();
 }
 
