@@ -100,6 +100,23 @@ static int init_single(ushmemi_bootstrap_t *bs)
     return ushmemi_bootstrap_star_init(bs, &cfg);
 }
 
+/* A process that a PE of this job started (it inherited the launcher's
+ * variables, name among them) cannot join the job: 1 with the reason printed
+ * (lineage.c). */
+static int started_by_pe(const char *name, const char *launcher)
+{
+    pid_t pe = ushmemi_bootstrap_pe_ancestor(name, env_str(name));
+    if (!pe)
+        return 0;
+    ushmemi_bootstrap_error(CALL,
+                            "this process (pid %ld) was started by a PE of its job (pid %ld), "
+                            "which has joined it already: a PE's child inherits %s's variables "
+                            "but cannot join the job; set USHMEM_BOOTSTRAP=single to run it as "
+                            "a program of its own (one PE)",
+                            (long)getpid(), (long)pe, launcher);
+    return 1;
+}
+
 /* ushrun: USHMEM_RANK, USHMEM_NPES, USHMEM_LOCAL_RANK, USHMEM_BOOTSTRAP_ADDR,
  * USHMEM_SECRET. */
 static int init_launcher(ushmemi_bootstrap_t *bs)
@@ -125,7 +142,11 @@ static int init_launcher(ushmemi_bootstrap_t *bs)
     rc = ushmemi_bootstrap_addr_parse(addr, "USHMEM_BOOTSTRAP_ADDR", &cfg.addr);
     if (!rc)
         rc = parse_secret("USHMEM_SECRET", cfg.secret);
-    return rc ? rc : ushmemi_bootstrap_star_init(bs, &cfg);
+    if (rc)
+        return rc;
+    if (started_by_pe("USHMEM_SECRET", "ushrun"))
+        return USHMEM_EINVAL;
+    return ushmemi_bootstrap_star_init(bs, &cfg);
 }
 
 /* ---- the torchrun secret ----
@@ -416,6 +437,9 @@ static int init_torchrun(ushmemi_bootstrap_t *bs)
     rc = ushmemi_bootstrap_addr_tcp(host, port, what, &cfg.addr);
     if (rc)
         return rc;
+    if (started_by_pe(env_str("TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID" : "MASTER_PORT",
+                      "torchrun"))
+        return USHMEM_EINVAL;
     int local_world = 0;
     env_int("LOCAL_WORLD_SIZE", 1, INT32_MAX, 0, &local_world);
     char used[SECRET_DIR_MAX] = "";

@@ -69,6 +69,11 @@ void ushmemi_bootstrap_owner_done(void);
  * secret. Not a cryptographic hash. */
 void ushmemi_bootstrap_hash(uint8_t out[16], const char *const *parts, int nparts);
 
+/* A parent of this process that is a PE of the same job (started with
+ * name=value in its environment, as this process was) and has joined it
+ * already (lineage.c), or 0. */
+pid_t ushmemi_bootstrap_pe_ancestor(const char *name, const char *value);
+
 /* Error line with the "bootstrap: " prefix (and "PE r of n: " while the core
  * does not know the PE yet), reported under call. */
 void ushmemi_bootstrap_error(const char *call, const char *fmt, ...) USHMEMI_PRINTF(2, 3);
