@@ -1,5 +1,5 @@
 #!/bin/bash
-# `cmake --install build --prefix P`: the installed ushcc and ushmem.pc name P (the prefix chosen
+# `cmake --install build --prefix P`: the installed ushcc (and ushc++) and ushmem.pc name P (the prefix chosen
 # at install time, not the configured /usr/local). Programs built with the installed ushcc
 # (and with pkg-config) run on 2 PEs under the installed ushrun; the installed ushcc still
 # works through a symlink and after the tree is moved.
@@ -14,7 +14,7 @@ p=$tmp/prefix
 
 "$cmake" --install "$BUILD_DIR" --prefix "$p" >"$tmp/install.log" 2>&1 ||
   { echo "FAIL cmake --install: $(tail -n 10 "$tmp/install.log")"; exit 1; }
-for f in bin/ushcc bin/ushrun include/shmem.h include/mpp/shmem.h include/mpp/shmemx.h; do
+for f in bin/ushcc bin/ushc++ bin/ushcxx bin/ushrun include/shmem.h include/mpp/shmem.h include/mpp/shmemx.h; do
   [ -e "$p/$f" ] || bad "not installed: $f"
 done
 
@@ -41,6 +41,20 @@ out=$("$p/bin/ushcc" --showme:compile)
 builds_and_runs "$p/bin/ushcc" "installed ushcc"
 ln -s "$p/bin/ushcc" "$tmp/ushcc-link"
 builds_and_runs "$tmp/ushcc-link" "installed ushcc through a symlink"
+
+# The installed C++ wrapper: a C++ program (the standard library linked) on 2 PEs.
+printf '%s\n' '#include <shmem.h>' '#include <iostream>' \
+  'int main() { shmem_init(); std::cout << "c++ PE " << shmem_my_pe() << std::endl;' \
+  '  shmem_finalize(); return 0; }' >"$tmp/hello.cpp"
+out=$("$p/bin/ushc++" --showme:compile)
+[ "$out" = "-I$p/include" ] || bad "installed ushc++ --showme:compile: '$out', want -I$p/include"
+if "$p/bin/ushc++" "$tmp/hello.cpp" -o "$tmp/hello_cpp" 2>"$tmp/cxx.err"; then
+  out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$p/bin/ushrun" -n 2 "$tmp/hello_cpp" 2>&1)
+  [ "$(grep -c '^c++ PE [01]$' <<<"$out")" = 2 ] && ok "installed ushc++: a C++ program runs on 2 PEs" ||
+    bad "installed ushc++ program: $out"
+else
+  bad "installed ushc++: $(head -c 400 "$tmp/cxx.err")"
+fi
 
 # pkg-config with PKG_CONFIG_PATH into the prefix.
 pc=$(find "$p" -name ushmem.pc | head -n 1)

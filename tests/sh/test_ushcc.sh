@@ -1,7 +1,8 @@
 #!/bin/bash
 # ushcc reads only USHMEM_CC, never CC (build systems export CC=ushcc), and refuses at once,
 # with one line, a compiler that is ushcc itself: by real path (also through a symlink) and,
-# when something in between hides it, by the marker each ushcc leaves for its compiler.
+# when something in between hides it, by the marker each ushcc leaves for its compiler. The
+# C++ wrapper ushc++ (= ushcxx) does the same with USHMEM_CXX, and builds a C++ program.
 set -u
 : "${BUILD_DIR:?}" "${SRC_DIR:?}"
 ushcc=$BUILD_DIR/tools/ushcc
@@ -17,8 +18,8 @@ refuses() {
   local rc=$?
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 137 ]; then
     bad "$what: status $rc (137: still running after 10 s), stderr: $(head -c 300 "$tmp/err")"
-  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q -E "^ushcc: .*($why)" "$tmp/err"; then
-    bad "$what: want one line 'ushcc: ...$why...', got: $(head -c 300 "$tmp/err")"
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q -E "^ush(cc|c\+\+): .*($why)" "$tmp/err"; then
+    bad "$what: want one line 'ushcc: ...$why...' (ushc++ for it), got: $(head -c 300 "$tmp/err")"
   else
     ok "$what: $(cat "$tmp/err")"
   fi
@@ -46,4 +47,41 @@ chmod +x "$tmp/wrapcc"
 USHMEM_CC="$tmp/wrapcc -DWRAPPED=1" timeout 30 "$ushcc" "$tmp/p.c" -o "$tmp/p2" &&
   grep -q -- "-DWRAPPED=1" "$tmp/args" && ok "USHMEM_CC with arguments is used" ||
   bad "USHMEM_CC not used: $(cat "$tmp/args" 2>/dev/null)"
+
+# ushc++ / ushcxx: the C++ wrapper, with its own variable (USHMEM_CXX; CXX never read) and marker.
+cxx=$BUILD_DIR/tools/ushc++
+for w in ushc++ ushcxx; do
+  [ -x "$BUILD_DIR/tools/$w" ] || bad "$w is not in $BUILD_DIR/tools"
+done
+cat >"$tmp/p.cpp" <<'CPP'
+#include <shmem.h>
+#include <iostream>
+#include <vector>
+int main()
+{
+    shmem_init();
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    long *x = static_cast<long *>(shmem_calloc(4, sizeof(long)));
+    std::vector<long> y{100L + me, 1, 2, 3};
+    shmem_long_put(x, y.data(), y.size(), (me + 1) % n);
+    shmem_barrier_all();
+    std::cout << "PE " << me << " got " << x[0] << std::endl;
+    shmem_free(x);
+    shmem_finalize();
+    return 0;
+}
+CPP
+if CXX=/nonexistent/c++ timeout 60 "$BUILD_DIR/tools/ushcxx" -std=c++17 -Wall -Wextra -Werror \
+     "$tmp/p.cpp" -o "$tmp/pcpp" 2>"$tmp/err"; then
+  out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$BUILD_DIR/tools/ushrun" -n 2 "$tmp/pcpp" 2>&1)
+  grep -q "^PE 0 got 101$" <<<"$out" && grep -q "^PE 1 got 100$" <<<"$out" &&
+    ok "ushcxx builds a C++ program (iostream, vector) that runs on 2 PEs" ||
+    bad "C++ program on 2 PEs: $out"
+else
+  bad "ushcxx -std=c++17 p.cpp: $(head -c 400 "$tmp/err")"
+fi
+refuses "USHMEM_CXX=ushc++" "is ushc\+\+ itself" USHMEM_CXX="$cxx" "$cxx" --version
+out=$(USHMEM_CXX="$tmp/wrapcc -DWRAPPED_CXX=1" timeout 30 "$cxx" --showme -c x.cpp)
+[ "$out" = "$tmp/wrapcc -DWRAPPED_CXX=1 -I$SRC_DIR/include -c x.cpp" ] &&
+  ok "USHMEM_CXX is read: $out" || bad "USHMEM_CXX not read: '$out'"
 exit $fail
