@@ -14,7 +14,8 @@ p=$tmp/prefix
 
 "$cmake" --install "$BUILD_DIR" --prefix "$p" >"$tmp/install.log" 2>&1 ||
   { echo "FAIL cmake --install: $(tail -n 10 "$tmp/install.log")"; exit 1; }
-for f in bin/ushcc bin/ushc++ bin/ushcxx bin/ushrun include/shmem.h include/mpp/shmem.h include/mpp/shmemx.h; do
+for f in bin/ushcc bin/ushc++ bin/ushcxx bin/ushrun include/shmem.h include/mpp/shmem.h include/mpp/shmemx.h \
+  lib/cmake/ushmem/ushmemConfig.cmake; do
   [ -e "$p/$f" ] || bad "not installed: $f"
 done
 
@@ -76,7 +77,35 @@ else
     bad "program built with pkg-config: $out"
 fi
 
-# The installed ushcc finds its prefix from where it is, so a moved tree works too.
+# find_package(ushmem) from a CMake project: the shared and the static library, both run on 2
+# PEs under the ushrun the package names (ushmem_LAUNCHER).
+cmake_app() {
+  local what=$1 app=$tmp/app.$RANDOM out
+  mkdir -p "$app" && cp "$SRC_DIR/examples/c/ring.c" "$app/"
+  # shellcheck disable=SC2016 # ${...} are CMake's
+  printf '%s\n' 'cmake_minimum_required(VERSION 3.18)' 'project(app C)' \
+    'find_package(ushmem 0.1 REQUIRED)' \
+    'add_executable(ring ring.c)' 'target_link_libraries(ring PRIVATE ushmem::ushmem)' \
+    'add_executable(ring_static ring.c)' \
+    'target_link_libraries(ring_static PRIVATE ushmem::ushmem_static)' \
+    'file(WRITE ${CMAKE_BINARY_DIR}/launcher "${ushmem_LAUNCHER}")' >"$app/CMakeLists.txt"
+  if ! "$cmake" -S "$app" -B "$app/b" -DCMAKE_PREFIX_PATH="$p" >"$tmp/capp.log" 2>&1 ||
+     ! "$cmake" --build "$app/b" >>"$tmp/capp.log" 2>&1; then
+    bad "$what: $(tail -n 8 "$tmp/capp.log")"; return
+  fi
+  [ "$(cat "$app/b/launcher")" = "$p/bin/ushrun" ] ||
+    { bad "$what: ushmem_LAUNCHER is '$(cat "$app/b/launcher")', want $p/bin/ushrun"; return; }
+  for prog in ring ring_static; do
+    out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$p/bin/ushrun" -n 2 "$app/b/$prog" 2>&1) &&
+      grep -q "PE 1 of 2 got 0 from PE 0" <<<"$out" || { bad "$what: $prog: $out"; return; }
+  done
+  ok "$what: ushmem::ushmem and ushmem::ushmem_static build and run on 2 PEs"
+}
+cmake_app "find_package(ushmem)"
+
+# The installed ushcc finds its prefix from where it is, so a moved tree works too (and the
+# CMake package, whose paths are relative to its own location).
 mv "$p" "$tmp/moved" && p=$tmp/moved
 builds_and_runs "$p/bin/ushcc" "installed ushcc after the tree moved"
+cmake_app "find_package(ushmem) after the tree moved"
 exit $fail
