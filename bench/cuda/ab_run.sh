@@ -34,6 +34,10 @@ for r in $(seq "${ROUNDS:-3}"); do
   done
 done
 mps_quit
+# A variant that moves wrong data (the benchmark's put_bw check) or fails must not pass as a
+# number: its lines go first.
+grep -H -E "check failed|FAILED|error|Error" "$O"/*.txt 2>/dev/null | head -20 |
+  sed 's/^/# PROBLEM: /'
 names=()
 for bin in "$@"; do names+=("$(basename "$bin")"); done
 /usr/bin/python3 - "$O" "${ROUNDS:-3}" "${names[@]}" <<'PY'

@@ -55,6 +55,6 @@ if [ -n "${AB:-}" ]; then
   ROUNDS=${AB_ROUNDS:-3} timeout "${AB_T:-150}" bash bench/cuda/ab_run.sh /work/main/build-gpu \
     "$OUT/ab" "${AB_MAX:-4096}" "${bins[@]}" >"$OUT/ab.txt" 2>&1
   echo "ab rc=$? $((SECONDS - S)) s"
-  grep -E "^\| (row|put_lat|put_bw|fetch|p_ping|put_signal|barrier)" "$OUT/ab.txt" | head -120
+  grep -E "^# PROBLEM|^\| (row|put_lat|put_bw|fetch|p_ping|put_signal|barrier)" "$OUT/ab.txt" | head -120
 fi
 cd "$OUT" && tar czf /tmp/all.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/all.tgz "$OUT/"
