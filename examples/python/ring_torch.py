@@ -74,10 +74,13 @@ def main():
     agree = int(dst.item())
     ushmem.barrier_all()
 
-    print(f"PE {me}/{n}: received the tensors of {n - 1} other PE(s), sum "
-          f"{'correct' if ok else 'WRONG'}; {agree}/{n} PEs agree; PE {right} last "
-          f"received from PE {(right - (n - 1)) % n if n > 1 else right}: "
-          f"{neighbour_saw[0, :3].tolist()}", flush=True)
+    # one write of the whole line: the PEs share the terminal, and print() makes two
+    # writes (text, newline) where Python's output is unbuffered (PYTHONUNBUFFERED)
+    sys.stdout.write(f"PE {me}/{n}: received the tensors of {n - 1} other PE(s), sum "
+                     f"{'correct' if ok else 'WRONG'}; {agree}/{n} PEs agree; PE {right} last "
+                     f"received from PE {(right - (n - 1)) % n if n > 1 else right}: "
+                     f"{neighbour_saw[0, :3].tolist()}\n")
+    sys.stdout.flush()
     # Tensors over symmetric memory must not be touched after it is freed
     # (and after finalize the heap is unmapped): copy out first, as above.
     for t in (inbox, src, dst):
