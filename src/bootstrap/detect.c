@@ -437,8 +437,13 @@ static int init_torchrun(ushmemi_bootstrap_t *bs)
     rc = ushmemi_bootstrap_addr_tcp(host, port, what, &cfg.addr);
     if (rc)
         return rc;
-    if (started_by_pe(env_str("TORCHELASTIC_RUN_ID") ? "TORCHELASTIC_RUN_ID" : "MASTER_PORT",
-                      "torchrun"))
+    /* the job variable: torchrun's per-worker error file names this job, attempt and rank
+     * (a torchrun started inside a PE gives its workers new ones); else the run id, else the
+     * port (both of which have defaults that another job may share) */
+    const char *job_var = env_str("TORCHELASTIC_ERROR_FILE") ? "TORCHELASTIC_ERROR_FILE"
+                          : env_str("TORCHELASTIC_RUN_ID")   ? "TORCHELASTIC_RUN_ID"
+                                                             : "MASTER_PORT";
+    if (started_by_pe(job_var, "torchrun"))
         return USHMEM_EINVAL;
     int local_world = 0;
     env_int("LOCAL_WORLD_SIZE", 1, INT32_MAX, 0, &local_world);
