@@ -103,6 +103,32 @@ PY
 out=$(timeout 60 "$USHRUN" -n 2 --timeout 50 "$py" "$tmp/noexit.py" 2>&1) && pass "exit without finalize" \
   || bad "exit without finalize (rc $?)" "$out"
 
+# 6b. A subprocess of a PE (it inherits ushrun's variables) that calls init(): an
+#     ushmem.Error at once that says why, its PE goes on; with USHMEM_BOOTSTRAP=single it
+#     runs as one PE.
+cat >"$tmp/child.py" <<'PY'
+import os, subprocess, sys, time, ushmem
+ushmem.init()
+code = ("import ushmem\n"
+        "try:\n    ushmem.init()\n    print('joined', ushmem.my_pe(), ushmem.n_pes())\n"
+        "except ushmem.Error as e:\n    print('refused:', e)\n")
+t0 = time.time()
+r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+dt = time.time() - t0
+env = dict(os.environ, USHMEM_BOOTSTRAP="single")
+s = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+ushmem.barrier_all()
+print(f"PE {ushmem.my_pe()}: {dt:.1f} s; {r.stdout.strip()} | single: {s.stdout.strip()}", flush=True)
+ushmem.finalize()
+PY
+out=$(timeout 90 "$USHRUN" -n 2 --timeout 80 "$py" "$tmp/child.py" 2>&1)
+if [ "$(grep -Ec "^PE [01]: [0-9.]+ s; refused: .*was started by a PE of its job .* \| single: joined 0 1$" <<<"$out")" = 2 ] &&
+   ! grep -Eq "^PE [01]: ([2-9][0-9]|[0-9]{3,})\.[0-9] s" <<<"$out"; then # (the old way: 60 s)
+  pass "a PE's subprocess: refused at once with ushmem.Error, single-PE with USHMEM_BOOTSTRAP=single"
+else
+  bad "a PE's subprocess calling init()" "$out"
+fi
+
 # 7. The per-call overhead benchmark runs and prints its table (numbers, not a timed
 #    assertion: make check's python leg prints them).
 out=$(timeout 60 "$USHRUN" -n 1 --timeout 50 "$py" "$SRC_DIR/python/bench/bench_overhead.py" \
