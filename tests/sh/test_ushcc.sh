@@ -71,7 +71,9 @@ int main()
     return 0;
 }
 CPP
-if CXX=/nonexistent/c++ timeout 60 "$BUILD_DIR/tools/ushcxx" -std=c++17 -Wall -Wextra -Werror \
+if ! "$cxx" --version >/dev/null 2>&1; then
+  echo "SKIP the C++ program: no C++ compiler ($("$cxx" --showme x.cpp | cut -d' ' -f1) is missing)"
+elif CXX=/nonexistent/c++ timeout 60 "$BUILD_DIR/tools/ushcxx" -std=c++17 -Wall -Wextra -Werror \
      "$tmp/p.cpp" -o "$tmp/pcpp" 2>"$tmp/err"; then
   out=$(SHMEM_SYMMETRIC_SIZE=16M timeout 30 "$BUILD_DIR/tools/ushrun" -n 2 "$tmp/pcpp" 2>&1)
   grep -q "^PE 0 got 101$" <<<"$out" && grep -q "^PE 1 got 100$" <<<"$out" &&
