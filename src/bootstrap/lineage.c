@@ -41,43 +41,41 @@ static pid_t parent_of(pid_t pid)
     return (pid_t)ppid;
 }
 
-/* pid maps a ushmem symmetric heap. */
-static int maps_heap(pid_t pid)
+/* 1 if a record of /proc/pid/<file> (records end with delim) contains needle,
+ * or with whole, is exactly needle. */
+static int proc_record(pid_t pid, const char *file, int delim, const char *needle, int whole)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/maps", (long)pid);
+    snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, file);
     FILE *f = fopen(path, "re");
     if (!f)
         return 0;
-    char *line = NULL;
+    char *rec = NULL;
     size_t cap = 0;
+    ssize_t n;
     int found = 0;
-    while (!found && getline(&line, &cap, f) > 0)
-        found = strstr(line, "/memfd:ushmem-heap") != NULL;
-    free(line);
+    while (!found && (n = getdelim(&rec, &cap, delim, f)) > 0) {
+        if (rec[n - 1] == delim)
+            rec[n - 1] = '\0';
+        found = whole ? strcmp(rec, needle) == 0 : strstr(rec, needle) != NULL;
+    }
+    free(rec);
     fclose(f);
     return found;
+}
+
+/* pid maps a ushmem symmetric heap. */
+static int maps_heap(pid_t pid)
+{
+    return proc_record(pid, "maps", '\n', "/memfd:ushmem-heap", 0);
 }
 
 /* pid was started with name=value in its environment. */
 static int started_with(pid_t pid, const char *name, const char *value)
 {
-    char path[64], want[256];
-    snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+    char want[256];
     int wn = snprintf(want, sizeof want, "%s=%s", name, value);
-    if (wn < 0 || (size_t)wn >= sizeof want)
-        return 0;
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    char *var = NULL;
-    size_t cap = 0;
-    int found = 0;
-    while (!found && getdelim(&var, &cap, '\0', f) > 0)
-        found = strcmp(var, want) == 0;
-    free(var);
-    fclose(f);
-    return found;
+    return wn > 0 && (size_t)wn < sizeof want && proc_record(pid, "environ", '\0', want, 1);
 }
 
 pid_t ushmemi_bootstrap_pe_ancestor(const char *name, const char *value)
