@@ -613,6 +613,25 @@ SHMEMX_DEV_FN void ushmemi_dev_proxy_quiet(const shmemx_dev_t &d, const char *ca
     (void)ushmemi_dev_ring_send(d, q, d.world_pe, call);
 }
 
+/* An atomic op (USHMEMI_DEV_AMO_*) of size bytes on the word at addr of world
+ * PE w, through the proxy (another host): a GPU atomic there, after this
+ * thread's earlier requests to w (the proxy keeps their order). wait: for the
+ * old value, which it returns (0 otherwise: the request completes at quiet). */
+SHMEMX_DEV_FN uint64_t ushmemi_dev_proxy_amo(const shmemx_dev_t &d, int w, unsigned op,
+                                             unsigned size, uint64_t addr, uint64_t v, uint64_t c,
+                                             bool wait, const char *call)
+{
+    const ushmemi_dev_req_words q = {
+        ushmemi_dev_req(USHMEMI_REQ_AMO | (wait ? USHMEMI_REQ_WAIT : 0), 0, op | size << 8, w),
+        addr,
+        v,
+        c,
+        0,
+        0,
+        0};
+    return ushmemi_dev_ring_send(d, q, w, call);
+}
+
 /* ---- queries ---- */
 
 SHMEMX_DEV_FN int shmemx_dev_my_pe(const shmemx_dev_t &d)
@@ -1108,16 +1127,8 @@ SHMEMX_DEV_FN void ushmemi_dev_signal(const shmemx_dev_t &d, uint64_t *sig, uint
     if (__builtin_expect(!ushmemi_dev_route_fast(d, sig, 8, pe, &w, add, &r), 0)) {
         r = ushmemi_dev_route_rare(d, sig, 8, pe, call, w, add);
         if (!r && (add || set)) {
-            /* after this thread's earlier requests to pe: the proxy keeps the order */
-            unsigned op = add ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET;
-            const ushmemi_dev_req_words q = {ushmemi_dev_req(USHMEMI_REQ_AMO, 0, op | 8u << 8, w),
-                                             (uint64_t)(uintptr_t)sig,
-                                             value,
-                                             0,
-                                             0,
-                                             0,
-                                             0};
-            (void)ushmemi_dev_ring_send(d, q, w, call);
+            (void)ushmemi_dev_proxy_amo(d, w, add ? USHMEMI_DEV_AMO_ADD : USHMEMI_DEV_AMO_SET, 8,
+                                        (uint64_t)(uintptr_t)sig, value, 0, false, call);
             return;
         }
     }
@@ -1280,18 +1291,10 @@ SHMEMX_DEV_FN T ushmemi_dev_amo(const shmemx_dev_t &d, const T *dest, int op, T 
     const bool amo = op != USHMEMI_DEV_AMO_FETCH;
     if (__builtin_expect(!ushmemi_dev_route_fast(d, dest, sizeof(T), pe, &w, amo, &r), 0)) {
         r = ushmemi_dev_route_rare(d, dest, sizeof(T), pe, call, w, amo);
-        if (!r) { /* the proxy carries it to the owner: a GPU atomic there */
-            const ushmemi_dev_req_words q = {
-                ushmemi_dev_req(USHMEMI_REQ_AMO | (fetching ? USHMEMI_REQ_WAIT : 0), 0,
-                                (unsigned)op | (unsigned)sizeof(T) << 8, w),
-                (uint64_t)(uintptr_t)dest,
-                ushmemi_dev_bits(value),
-                ushmemi_dev_bits(cond),
-                0,
-                0,
-                0};
-            return ushmemi_dev_from_bits<T>(ushmemi_dev_ring_send(d, q, w, call));
-        }
+        if (!r) /* the proxy carries it to the owner */
+            return ushmemi_dev_from_bits<T>(ushmemi_dev_proxy_amo(
+                d, w, (unsigned)op, (unsigned)sizeof(T), (uint64_t)(uintptr_t)dest,
+                ushmemi_dev_bits(value), ushmemi_dev_bits(cond), fetching, call));
     }
     uint64_t v = ushmemi_dev_bits(value), c = ushmemi_dev_bits(cond);
     uint64_t old = sizeof(T) == 4 ? ushmemi_dev_amo32(r, op, (uint32_t)v, (uint32_t)c)
@@ -1534,15 +1537,9 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         int w = d.team_start + j * d.team_stride;
         uint64_t base = ushmemi_dev_base(d, w);
         if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
-            const ushmemi_dev_req_words q = {
-                ushmemi_dev_req(USHMEMI_REQ_AMO, 0, USHMEMI_DEV_AMO_SET | 8u << 8, w),
-                d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe,
-                e,
-                0,
-                0,
-                0,
-                0};
-            (void)ushmemi_dev_ring_send(d, q, w, call);
+            (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8,
+                                        d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe, e, 0,
+                                        false, call);
             continue;
         }
         if (base == 0) {
