@@ -16,11 +16,11 @@
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 # bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu
+. bench/cuda/common.sh
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-gpu -j"$(nproc)" >/tmp/carry_build.log 2>&1 || { tail -20 /tmp/carry_build.log; exit 1; }
 # BENCH=1: also the ushmem device benchmarks (for PREBUILT=1 bench/cuda/dev_run.sh, moe_run.sh)
 if [ "${BENCH:-0}" = 1 ]; then
-  . bench/cuda/common.sh
   build_ushmem_benches build-gpu /tmp/carry_build.log || { tail -20 /tmp/carry_build.log; exit 1; }
 fi
 # AB_BASE=REV: also bench_dev_ushmem_base, the same benchmark built against the
@@ -34,7 +34,6 @@ if [ -n "${AB_BASE:-}" ]; then
     echo "AB_BASE=$AB_BASE: its shmemx_device_types.h differs from this one (the handle must match)"
     exit 1
   fi
-  . bench/cuda/common.sh
   BENCH_INCLUDE="$abinc/include" BENCH_SUFFIX=_base build_ushmem_benches build-gpu \
     /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
   rm -rf "$abinc"
@@ -47,7 +46,6 @@ for v in ${AB_VARIANTS:-}; do
   name=${v%%:*}
   flags=${v#*:}
   case "$name" in "" | *[!a-z0-9_]*) echo "AB_VARIANTS: bad name in '$v'"; exit 1 ;; esac
-  . bench/cuda/common.sh
   BENCH_DEFS=${flags//,/ } BENCH_SUFFIX=_$name build_ushmem_benches build-gpu \
     /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
 done
