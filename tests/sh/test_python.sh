@@ -118,7 +118,11 @@ dt = time.time() - t0
 env = dict(os.environ, USHMEM_BOOTSTRAP="single")
 s = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
 ushmem.barrier_all()
-print(f"PE {ushmem.my_pe()}: {dt:.1f} s; {r.stdout.strip()} | single: {s.stdout.strip()}", flush=True)
+# one write: print() makes two (text, newline) where output is unbuffered, and the
+# other PE's line could land between them
+sys.stdout.write(f"PE {ushmem.my_pe()}: {dt:.1f} s; {r.stdout.strip()} | single: "
+                 f"{s.stdout.strip()}\n")
+sys.stdout.flush()
 ushmem.finalize()
 PY
 out=$(timeout 90 "$USHRUN" -n 2 --timeout 80 "$py" "$tmp/child.py" 2>&1)
