@@ -22,6 +22,7 @@ cat > "$tmp/victim.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static long flag, lock, bsrc[4], bdst[4];
@@ -82,6 +83,11 @@ int main(int argc, char **argv)
     else
         shmem_init();
     int me = shmem_my_pe();
+    /* When each PE got past init: a slow case's report says where the time went. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    fprintf(stderr, "[victim me=%d] joined at %lld.%03ld\n", me, (long long)ts.tv_sec,
+            ts.tv_nsec / 1000000);
     if (!strcmp(where, "lock") && me == 1)
         shmem_set_lock(&lock); /* dies holding it */
     shmem_barrier_all();
@@ -140,9 +146,21 @@ check() { # name, condition
 now() { date +%s.%N; }
 dt() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
+# exits NPES (in run_case, PEs started one by one): each PE's status and exit
+# time from $tmp/eR into rcs and times, their output into out.
+exits() {
+  local r rc t
+  for r in $(seq 0 $(($1 - 1))); do
+    read -r rc t <"$tmp/e$r"
+    rcs="$rcs $rc"
+    times="$times PE $r exited $(dt "$t0" "$t") s after the start;"
+  done
+  out=$(cat "$tmp"/o*); rm -f "$tmp"/o* "$tmp"/e*
+}
+
 # run_case LAUNCHER FAULT PLACE NPES
 run_case() {
-  local l=$1 f=$2 p=$3 n=$4 t0 rcs="" out el
+  local l=$1 f=$2 p=$3 n=$4 t0 rcs="" out el times=""
   t0=$(now)
   case $l in
   ushrun)
@@ -150,21 +168,23 @@ run_case() {
   torchrun)
     local port=$((20000 + RANDOM % 20000)) pids=() r
     for r in $(seq 0 $((n - 1))); do
-      RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \
-        MASTER_PORT=$port timeout 30 "$tmp/victim" "$f" "$p" >"$tmp/o$r" 2>&1 &
+      (RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT=$port timeout 30 "$tmp/victim" "$f" "$p" >"$tmp/o$r" 2>&1
+        echo "$? $(now)" >"$tmp/e$r") &
       pids+=($!)
     done
-    for r in "${pids[@]}"; do wait "$r"; rcs="$rcs $?"; done
-    out=$(cat "$tmp"/o*); rm -f "$tmp"/o* ;;
+    wait "${pids[@]}"
+    exits "$n" ;;
   uid)
     local pids=() r
     rm -f "$tmp/uid"
     for r in $(seq 0 $((n - 1))); do
-      timeout 30 "$tmp/victim" "$f" "$p" "uid:$r:$n:$tmp/uid" >"$tmp/o$r" 2>&1 &
+      (timeout 30 "$tmp/victim" "$f" "$p" "uid:$r:$n:$tmp/uid" >"$tmp/o$r" 2>&1
+        echo "$? $(now)" >"$tmp/e$r") &
       pids+=($!)
     done
-    for r in "${pids[@]}"; do wait "$r"; rcs="$rcs $?"; done
-    out=$(cat "$tmp"/o*); rm -f "$tmp"/o* ;;
+    wait "${pids[@]}"
+    exits "$n" ;;
   mpirun)
     out=$(timeout 30 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n "$n" \
       "$tmp/victim" "$f" "$p" 2>&1); rcs=$? ;;
@@ -184,7 +204,11 @@ run_case() {
   [ "$left" = 0 ] || ok=0
   check "$l: PE 1 $f while the others are in $p: all exited non-zero in ${el}s, PE 1 named" \
     '[ $ok = 1 ]'
-  [ $ok = 1 ] || sed 's/^/    /' <<<"$out" | head -20
+  [ $ok = 1 ] && return 0
+  # Where the time went: when each PE joined and (without a launcher) exited.
+  [ -z "$times" ] || echo "   ${times}"
+  awk -v t0="$t0" '/^\[victim me=/ { printf "    %s %s joined %.2f s after the start\n", $1, $2, $5 - t0 }' <<<"$out"
+  grep -v '^\[victim me=' <<<"$out" | sed 's/^/    /' | head -20
 }
 
 for f in kill9 segv abort exit0 exit3 return; do
