@@ -9,6 +9,9 @@
 #                     PROBE_MAX its MAX_BYTES (256 MiB; 1073741824 for Eb's 1 GiB row)
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
+#   PY=1              build the library and Python extension with the machine's
+#                     torch interpreter (build-py) and run python/tests/test_device.py
+#                     at 2 PEs, without and with MPS (Triton, numba); PY_T (300 s)
 #   AB=1              bench/cuda/ab_run.sh: bench_dev_ushmem_base (carry_build.sh
 #                     AB_BASE=REV) against bench_dev_ushmem and any
 #                     bench_dev_ushmem_NAME (AB_VARIANTS), AB_ROUNDS (3) rounds,
@@ -46,6 +49,12 @@ if [ -n "${MOE:-}" ]; then
     /work/main/build-gpu "$OUT/moe" >"$OUT/moe.log" 2>&1
   echo "moe rc=$? $((SECONDS - S)) s"
   tail -40 "$OUT/moe.log"
+fi
+if [ -n "${PY:-}" ]; then
+  STAGES=python timeout "${PY_T:-300}" bash bench/cuda/dev_gpu_run.sh "$OUT/py" >"$OUT/py.log" 2>&1
+  echo "py rc=$? $((SECONDS - S)) s"
+  grep -E "^python|exit" "$OUT/py.log" | head
+  grep -hE "FAILED|ERROR|SKIPPED" "$OUT"/py/pytest_*.log | head -20
 fi
 if [ -n "${AB:-}" ]; then
   bins=(/work/main/build-gpu/bench_dev_ushmem_base /work/main/build-gpu/bench_dev_ushmem)
