@@ -379,6 +379,32 @@ SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const
     }
 }
 
+/* Knobs for same-run A/B comparisons of the copy and the group route
+ * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
+ * are the measured choice.
+ *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
+ *     per thread instead of 4 (tests/cuda/dev_rma's k_put: 62 -> 72
+ *     registers, more than a 1024-thread block allows: a win would need a
+ *     path of its own for large copies); 1: a plain strided loop, one word at
+ *     a time (as NVSHMEM's copy; probe E8 found it as fast or faster at 16-64
+ *     KiB a CTA; k_put 54 registers).
+ *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
+ *     (and picks its copy by alignment) before the group's opening sync
+ *     instead of after it.
+ *   USHMEMI_DEV_BASE_LDG 1: the hot translation reads the peer's heap base
+ *     from the peer_base table in global memory (ld.global.nc, as NVSHMEM's
+ *     peer-base table) instead of the handle's near_base (an indexed load from
+ *     the constant bank, which ptxas recomputes inside loops: probe Ea). */
+#ifndef USHMEMI_DEV_COPY_DEPTH
+#define USHMEMI_DEV_COPY_DEPTH 4
+#endif
+#ifndef USHMEMI_DEV_ROUTE_FIRST
+#define USHMEMI_DEV_ROUTE_FIRST 0
+#endif
+#ifndef USHMEMI_DEV_BASE_LDG
+#define USHMEMI_DEV_BASE_LDG 0
+#endif
+
 /* The hot half of every translation: world PE *wp of team PE pe and, when the
  * handle itself holds it (the own heap, or near_base: the constant bank when
  * the handle is a __grid_constant__ parameter), the base of its heap here.
@@ -389,6 +415,17 @@ SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const
 SHMEMX_DEV_FN bool ushmemi_dev_base_fast(const shmemx_dev_t &d, int pe, int *wp, uint64_t *base)
 {
     const int w = d.team_start + pe * d.team_stride;
+#if USHMEMI_DEV_BASE_LDG
+    {
+        const bool in = (unsigned)pe < (unsigned)d.n_pes, self = w == d.world_pe;
+        const uint64_t nb =
+            ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + (in ? w : d.world_pe));
+        const uint64_t b = self ? d.heap_base : nb;
+        *wp = w;
+        *base = b;
+        return in & (b != 0);
+    }
+#endif
     const unsigned i = (unsigned)(w - d.near_first);
     const bool near = i < (unsigned)d.near_n, self = w == d.world_pe;
     const uint64_t nb = d.near_base[near ? i : 0], hb = d.heap_base;
@@ -692,24 +729,6 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
     }
 }
 
-/* Knobs for same-run A/B comparisons of the copy and the group route
- * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
- * are the measured choice.
- *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
- *     per thread instead of 4 (tests/cuda/dev_rma's k_put: 62 -> 72
- *     registers, more than a 1024-thread block allows: a win would need a
- *     path of its own for large copies); 1: a plain strided loop, one word at
- *     a time (as NVSHMEM's copy; probe E8 found it as fast or faster at 16-64
- *     KiB a CTA; k_put 54 registers).
- *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
- *     (and picks its copy by alignment) before the group's opening sync
- *     instead of after it. */
-#ifndef USHMEMI_DEV_COPY_DEPTH
-#define USHMEMI_DEV_COPY_DEPTH 4
-#endif
-#ifndef USHMEMI_DEV_ROUTE_FIRST
-#define USHMEMI_DEV_ROUTE_FIRST 0
-#endif
 
 /* Words [0, nw) of sw to dw by member r of s: four loads in flight per
  * thread, then the last up to three words loaded together before they are
@@ -919,6 +938,27 @@ template <typename G>
 SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                          size_t n, int pe, const char *call, int *w)
 {
+#if USHMEMI_DEV_ROUTE_FIRST
+    /* One translation for both paths, ahead of everything: where pe and dest
+     * do not change in a loop, the compiler can take it out of the loop. */
+    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
+    if (ushmemi_dev_small(dest, src, n)) {
+        g.sync(); /* the group's stores to src first */
+        if (r && g.rank() == 0 && n) {
+            const uint64_t v0 = ((const uint64_t *)src)[0];
+            const uint64_t v1 = n > 8 ? ((const uint64_t *)src)[1] : 0;
+            ((uint64_t *)r)[0] = v0;
+            if (n > 8)
+                ((uint64_t *)r)[1] = v1;
+        }
+        return r;
+    }
+    const bool w16 = ushmemi_dev_whole16(r, src, n);
+    g.sync(); /* the group's stores to src first */
+    if (r)
+        ushmemi_dev_copy_as(g, r, src, n, w16);
+    return r;
+#else
     if (ushmemi_dev_small(dest, src, n)) {
         uint64_t v0 = 0, v1 = 0;
         g.sync(); /* the group's stores to src first */
@@ -935,18 +975,11 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
         }
         return r;
     }
-#if USHMEMI_DEV_ROUTE_FIRST
-    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
-    const bool w16 = ushmemi_dev_whole16(r, src, n);
-    g.sync(); /* the group's stores to src first */
-    if (r)
-        ushmemi_dev_copy_as(g, r, src, n, w16);
-#else
     char *r = ushmemi_dev_group_route(d, g, dest, n, pe, call, w);
     if (r)
         ushmemi_dev_copy_to(g, r, src, n);
-#endif
     return r;
+#endif
 }
 
 template <typename G>
