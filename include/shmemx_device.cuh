@@ -389,8 +389,12 @@ SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const
  *     a time (as NVSHMEM's copy; probe E8 found it as fast or faster at 16-64
  *     KiB a CTA; k_put 54 registers).
  *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
- *     (and picks its copy by alignment) before the group's opening sync
- *     instead of after it.
+ *     once at the top, before the opening sync (the short put too); 2: the
+ *     same for a get and a put's long path, while the short put keeps its
+ *     load before the route (it overlaps the translation); 3: the route's
+ *     fast half at the top for both, its rare half where the result is first
+ *     used (after the short put's load). In each the
+ *     copy is picked by alignment before the sync too.
  *   USHMEMI_DEV_BASE_LDG 1: the hot translation reads the peer's heap base
  *     from the peer_base table in global memory (ld.global.nc, as NVSHMEM's
  *     peer-base table) instead of the handle's near_base (an indexed load from
@@ -938,7 +942,39 @@ template <typename G>
 SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                          size_t n, int pe, const char *call, int *w)
 {
-#if USHMEMI_DEV_ROUTE_FIRST
+#if USHMEMI_DEV_ROUTE_FIRST == 3
+    /* The translation's fast half at the top, for both paths (a block that
+     * runs on every call: where pe and dest do not change in a loop, the
+     * compiler can take it out); its rare half only where the result is
+     * needed, so that the short put's load is issued before anything waits
+     * for the translation. */
+    char *r;
+    const bool fast = ushmemi_dev_route_fast(d, dest, n, pe, w, false, &r);
+    if (ushmemi_dev_small(dest, src, n)) {
+        uint64_t v0 = 0, v1 = 0;
+        g.sync(); /* the group's stores to src first */
+        if (g.rank() == 0 && n) {
+            v0 = ((const uint64_t *)src)[0];
+            if (n > 8)
+                v1 = ((const uint64_t *)src)[1];
+        }
+        if (__builtin_expect(!fast, 0))
+            r = ushmemi_dev_route_rare(d, dest, n, pe, call, *w, false);
+        if (r && g.rank() == 0 && n) {
+            ((uint64_t *)r)[0] = v0;
+            if (n > 8)
+                ((uint64_t *)r)[1] = v1;
+        }
+        return r;
+    }
+    if (__builtin_expect(!fast, 0))
+        r = ushmemi_dev_route_rare(d, dest, n, pe, call, *w, false);
+    const bool w16 = ushmemi_dev_whole16(r, src, n);
+    g.sync(); /* the group's stores to src first */
+    if (r)
+        ushmemi_dev_copy_as(g, r, src, n, w16);
+    return r;
+#elif USHMEMI_DEV_ROUTE_FIRST == 1
     /* One translation for both paths, ahead of everything: where pe and dest
      * do not change in a loop, the compiler can take it out of the loop. */
     char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
@@ -975,9 +1011,17 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
         }
         return r;
     }
+#if USHMEMI_DEV_ROUTE_FIRST == 2
+    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
+    const bool w16 = ushmemi_dev_whole16(r, src, n);
+    g.sync(); /* the group's stores to src first */
+    if (r)
+        ushmemi_dev_copy_as(g, r, src, n, w16);
+#else
     char *r = ushmemi_dev_group_route(d, g, dest, n, pe, call, w);
     if (r)
         ushmemi_dev_copy_to(g, r, src, n);
+#endif
     return r;
 #endif
 }
