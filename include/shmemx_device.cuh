@@ -314,6 +314,16 @@ struct shmemx_dev_block_group {
         ushmemi_dev_bar_block();
     }
 };
+/* A group of one thread (its sync is nothing): the put takes another order.
+ * Functions, not a trait's static member: NVRTC would emit that as a global. */
+template <typename G> SHMEMX_DEV_FN constexpr bool ushmemi_dev_one(G)
+{
+    return false;
+}
+SHMEMX_DEV_FN constexpr bool ushmemi_dev_one(shmemx_dev_thread_group)
+{
+    return true;
+}
 
 /* ---- handle checks and address translation ---- */
 
@@ -379,36 +389,6 @@ SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const
     }
 }
 
-/* Knobs for same-run A/B comparisons of the copy and the group route
- * (bench/cuda/carry_build.sh AB_VARIANTS); not for applications: the defaults
- * are the measured choice.
- *   USHMEMI_DEV_COPY_DEPTH 8: ushmemi_dev_copy_words keeps 8 loads in flight
- *     per thread instead of 4 (tests/cuda/dev_rma's k_put: 62 -> 72
- *     registers, more than a 1024-thread block allows: a win would need a
- *     path of its own for large copies); 1: a plain strided loop, one word at
- *     a time (as NVSHMEM's copy; probe E8 found it as fast or faster at 16-64
- *     KiB a CTA; k_put 54 registers).
- *   USHMEMI_DEV_ROUTE_FIRST 1: a group put or get translates the address
- *     once at the top, before the opening sync (the short put too); 2: the
- *     same for a get and a put's long path, while the short put keeps its
- *     load before the route (it overlaps the translation); 3: the route's
- *     fast half at the top for both, its rare half where the result is first
- *     used (after the short put's load). In each the
- *     copy is picked by alignment before the sync too.
- *   USHMEMI_DEV_BASE_LDG 1: the hot translation reads the peer's heap base
- *     from the peer_base table in global memory (ld.global.nc, as NVSHMEM's
- *     peer-base table) instead of the handle's near_base (an indexed load from
- *     the constant bank, which ptxas recomputes inside loops: probe Ea). */
-#ifndef USHMEMI_DEV_COPY_DEPTH
-#define USHMEMI_DEV_COPY_DEPTH 4
-#endif
-#ifndef USHMEMI_DEV_ROUTE_FIRST
-#define USHMEMI_DEV_ROUTE_FIRST 0
-#endif
-#ifndef USHMEMI_DEV_BASE_LDG
-#define USHMEMI_DEV_BASE_LDG 0
-#endif
-
 /* The hot half of every translation: world PE *wp of team PE pe and, when the
  * handle itself holds it (the own heap, or near_base: the constant bank when
  * the handle is a __grid_constant__ parameter), the base of its heap here.
@@ -419,17 +399,6 @@ SHMEMX_DEV_FN void ushmemi_dev_need_atomics(const shmemx_dev_t &d, int pe, const
 SHMEMX_DEV_FN bool ushmemi_dev_base_fast(const shmemx_dev_t &d, int pe, int *wp, uint64_t *base)
 {
     const int w = d.team_start + pe * d.team_stride;
-#if USHMEMI_DEV_BASE_LDG
-    {
-        const bool in = (unsigned)pe < (unsigned)d.n_pes, self = w == d.world_pe;
-        const uint64_t nb =
-            ushmemi_dev_ld_nc64((const uint64_t *)(uintptr_t)d.peer_base + (in ? w : d.world_pe));
-        const uint64_t b = self ? d.heap_base : nb;
-        *wp = w;
-        *base = b;
-        return in & (b != 0);
-    }
-#endif
     const unsigned i = (unsigned)(w - d.near_first);
     const bool near = i < (unsigned)d.near_n, self = w == d.world_pe;
     const uint64_t nb = d.near_base[near ? i : 0], hb = d.heap_base;
@@ -733,33 +702,15 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
     }
 }
 
-
 /* Words [0, nw) of sw to dw by member r of s: four loads in flight per
  * thread, then the last up to three words loaded together before they are
- * stored. I: the index type (32-bit where nw < 2^31, so i + 7 * s cannot wrap). */
+ * stored. I: the index type (32-bit where nw < 2^31, so i + 3 * s cannot wrap). */
 template <typename W, typename I>
 SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict__ dw,
                                           const W *__restrict__ sw, I nw)
 {
-#if USHMEMI_DEV_COPY_DEPTH == 1
-    for (I i = r; i < nw; i += s)
-        dw[i] = sw[i];
-#else
     const I s1 = s, s2 = 2 * (I)s, s3 = 3 * (I)s;
     I i = r;
-#if USHMEMI_DEV_COPY_DEPTH == 8
-    for (; i + 7 * (I)s < nw; i += 8 * (I)s) {
-        W v[8];
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            v[k] = sw[i + (I)k * s];
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            dw[i + (I)k * s] = v[k];
-    }
-#elif USHMEMI_DEV_COPY_DEPTH != 4
-#error "USHMEMI_DEV_COPY_DEPTH is 1, 4 or 8"
-#endif
     for (; i + s3 < nw; i += 4 * (I)s) {
         W a = sw[i], b = sw[i + s1], c = sw[i + s2], e = sw[i + s3];
         dw[i] = a;
@@ -780,7 +731,6 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict_
         if (pc)
             dw[i + s2] = c;
     }
-#endif
 }
 
 /* The group copies n bytes: the head up to W alignment and the tail in pieces,
@@ -931,25 +881,27 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, void *dst, const void *src, size_t n
     ushmemi_dev_copy_as(g, dst, src, n, ushmemi_dev_whole16(dst, src, n));
 }
 
-/* A group put's data to the peer's copy of dest (the group not synced after).
- * Payloads of up to 16 bytes in 8-byte words: after the group's sync, rank 0
- * loads them before the route, so that the load (often a miss: a wait's
- * acquire empties L1) overlaps the translation, and stores them itself.
- * Otherwise the group's route (ushmemi_dev_group_route), then the copy.
+/* A put's data to the peer's copy of dest (the group not synced after).
  * Returns NULL with nothing stored when the proxy carries the put. *w: pe as a
- * world PE. */
+ * world PE.
+ * - A warp or block translates first, before its opening sync and before the
+ *   short-payload test: one block that runs on every call, so that where pe
+ *   and dest stay the same in a loop the translation runs in uniform
+ *   registers ahead of the sync (same run on an H100, 132 CTAs: block puts
+ *   of 1 KiB 1.20x, 4-256 KiB 1.07-1.08x the bandwidth of translating after
+ *   the sync).
+ * - A thread (no sync) loads a payload of up to 16 bytes before it
+ *   translates, so that the load (often a miss: a wait's acquire empties L1)
+ *   overlaps the translation (putmem_signal ping-pong 2.32 us, 2.51 when it
+ *   translated first).
+ * Payloads of up to 16 bytes go in 8-byte words from the group's rank 0;
+ * longer ones through the group's copy, picked by alignment. */
 template <typename G>
 SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                          size_t n, int pe, const char *call, int *w)
 {
-#if USHMEMI_DEV_ROUTE_FIRST == 3
-    /* The translation's fast half at the top, for both paths (a block that
-     * runs on every call: where pe and dest do not change in a loop, the
-     * compiler can take it out); its rare half only where the result is
-     * needed, so that the short put's load is issued before anything waits
-     * for the translation. */
-    char *r;
-    const bool fast = ushmemi_dev_route_fast(d, dest, n, pe, w, false, &r);
+    const bool one = ushmemi_dev_one(g);
+    char *r = one ? NULL : ushmemi_dev_route(d, dest, n, pe, call, w);
     if (ushmemi_dev_small(dest, src, n)) {
         uint64_t v0 = 0, v1 = 0;
         g.sync(); /* the group's stores to src first */
@@ -958,8 +910,8 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
             if (n > 8)
                 v1 = ((const uint64_t *)src)[1];
         }
-        if (__builtin_expect(!fast, 0))
-            r = ushmemi_dev_route_rare(d, dest, n, pe, call, *w, false);
+        if (one)
+            r = ushmemi_dev_route(d, dest, n, pe, call, w);
         if (r && g.rank() == 0 && n) {
             ((uint64_t *)r)[0] = v0;
             if (n > 8)
@@ -967,63 +919,13 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
         }
         return r;
     }
-    if (__builtin_expect(!fast, 0))
-        r = ushmemi_dev_route_rare(d, dest, n, pe, call, *w, false);
+    if (one)
+        r = ushmemi_dev_route(d, dest, n, pe, call, w);
     const bool w16 = ushmemi_dev_whole16(r, src, n);
     g.sync(); /* the group's stores to src first */
     if (r)
         ushmemi_dev_copy_as(g, r, src, n, w16);
     return r;
-#elif USHMEMI_DEV_ROUTE_FIRST == 1
-    /* One translation for both paths, ahead of everything: where pe and dest
-     * do not change in a loop, the compiler can take it out of the loop. */
-    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
-    if (ushmemi_dev_small(dest, src, n)) {
-        g.sync(); /* the group's stores to src first */
-        if (r && g.rank() == 0 && n) {
-            const uint64_t v0 = ((const uint64_t *)src)[0];
-            const uint64_t v1 = n > 8 ? ((const uint64_t *)src)[1] : 0;
-            ((uint64_t *)r)[0] = v0;
-            if (n > 8)
-                ((uint64_t *)r)[1] = v1;
-        }
-        return r;
-    }
-    const bool w16 = ushmemi_dev_whole16(r, src, n);
-    g.sync(); /* the group's stores to src first */
-    if (r)
-        ushmemi_dev_copy_as(g, r, src, n, w16);
-    return r;
-#else
-    if (ushmemi_dev_small(dest, src, n)) {
-        uint64_t v0 = 0, v1 = 0;
-        g.sync(); /* the group's stores to src first */
-        if (g.rank() == 0 && n) {
-            v0 = ((const uint64_t *)src)[0];
-            if (n > 8)
-                v1 = ((const uint64_t *)src)[1];
-        }
-        char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
-        if (r && g.rank() == 0 && n) {
-            ((uint64_t *)r)[0] = v0;
-            if (n > 8)
-                ((uint64_t *)r)[1] = v1;
-        }
-        return r;
-    }
-#if USHMEMI_DEV_ROUTE_FIRST == 2
-    char *r = ushmemi_dev_route(d, dest, n, pe, call, w);
-    const bool w16 = ushmemi_dev_whole16(r, src, n);
-    g.sync(); /* the group's stores to src first */
-    if (r)
-        ushmemi_dev_copy_as(g, r, src, n, w16);
-#else
-    char *r = ushmemi_dev_group_route(d, g, dest, n, pe, call, w);
-    if (r)
-        ushmemi_dev_copy_to(g, r, src, n);
-#endif
-    return r;
-#endif
 }
 
 template <typename G>
@@ -1044,22 +946,12 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
 {
     int w;
     (void)nbi;
-#if USHMEMI_DEV_ROUTE_FIRST
-    const char *r = ushmemi_dev_route(d, src, n, pe, call, &w);
-    const bool w16 = ushmemi_dev_whole16(dest, r, n);
-    g.sync(); /* the group is done with dest */
-#else
     const char *r = ushmemi_dev_group_route(d, g, src, n, pe, call, &w);
-#endif
     if (!r) {
         ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
         return;
     }
-#if USHMEMI_DEV_ROUTE_FIRST
-    ushmemi_dev_copy_as(g, dest, r, n, w16);
-#else
     ushmemi_dev_copy_to(g, dest, r, n);
-#endif
     g.sync();
 }
 

@@ -40,7 +40,7 @@ if [ -n "${AB_BASE:-}" ]; then
 fi
 # AB_VARIANTS="NAME:FLAGS ...": also bench_dev_ushmem_NAME, built from this tree
 # with the nvcc FLAGS (commas for spaces), e.g. the header's A/B knobs:
-#   AB_VARIANTS="d8:-DUSHMEMI_DEV_COPY_DEPTH=8 rf:-DUSHMEMI_DEV_ROUTE_FIRST=1"
+#   AB_VARIANTS="a:-DUSHMEMI_DEV_SOME_KNOB=1 b:-DUSHMEMI_DEV_SOME_KNOB=2,-DOTHER=1"
 # device_call.sh AB=1 runs them after bench_dev_ushmem_base and bench_dev_ushmem.
 for v in ${AB_VARIANTS:-}; do
   name=${v%%:*}
