@@ -28,12 +28,9 @@ cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PY:+-DPython3_EXECU
   cmake --build "$B" -j"$(nproc)" --target ushmem ushmem_static ushrun >>"$O/build.log" 2>&1 ||
   { tail -40 "$O/build.log"; exit 1; }
 # the rest (tests, Python) may fail to build without stopping the stages that need only the library
-if [ "$STAGES" = python ]; then # the extension alone (device_call.sh PY=1)
-  cmake --build "$B" -j"$(nproc)" --target ushmem_python >>"$O/build.log" 2>&1 ||
-    grep -E "error|Error" "$O/build.log" | head -20
-else
-  cmake --build "$B" -j"$(nproc)" -- -k >>"$O/build.log" 2>&1 || grep -E "error|Error" "$O/build.log" | head -20
-fi
+rest=(-- -k)
+[ "$STAGES" = python ] && rest=(--target ushmem_python) # the extension alone (device_call.sh PY=1)
+cmake --build "$B" -j"$(nproc)" "${rest[@]}" >>"$O/build.log" 2>&1 || grep -E "error|Error" "$O/build.log" | head -20
 echo "built in $((SECONDS - t0)) s"
 export USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=256M SHMEM_SYMMETRIC_SIZE=64M
 

@@ -10,7 +10,7 @@
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
 #   PY=1              build the library and Python extension with the machine's
-#                     torch interpreter (build-py) and run python/tests/test_device.py
+#                     torch interpreter (build-devgpu) and run python/tests/test_device.py
 #                     at 2 PEs, without and with MPS (Triton, numba); PY_T (300 s)
 #   AB=1              bench/cuda/ab_run.sh: bench_dev_ushmem_base (carry_build.sh
 #                     AB_BASE=REV) against bench_dev_ushmem and any

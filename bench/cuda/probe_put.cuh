@@ -24,7 +24,9 @@
  *  2 route        ushmemi_dev_route on every call (fast half + rare half)
  *  3 route_first  ushmemi_dev_route before the opening sync
  *  4 load_first   sync, each thread's first 4 words loaded, route, stores, rest
- *  5 table_ldg    base = ld.global.nc of a global table of peer bases
+ *  5 table_ldg    base = ld.global.nc of a global table of peer bases (with
+ *                 pe and dst fixed, ptxas takes the load out of the loop, as
+ *                 in NVSHMEM's benchmark: this is that form's cost, the floor)
  *  6 route_copy_to 2 with the library's ushmemi_dev_copy_to (general copy kept)
  *  7 lib          shmemx_dev_putmem_nbi_block */
 static const int kE10Variants = 8;
