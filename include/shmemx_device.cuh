@@ -680,10 +680,93 @@ struct alignas(16) ushmemi_dev_v4 {
     unsigned x, y, z, w;
 };
 
+/* Stores to a peer's copy (a heap: global memory) go through asm, as the
+ * ring's do. The compiler cannot tell a plain store through a translated
+ * pointer from the handle's own memory (a kernel parameter), so one plain
+ * store in a loop keeps every handle word and the translation built on them
+ * inside the loop; past an asm store (memory clobber and all) it may take
+ * them out: a loop of shmemx_dev_p to one PE translates once (PTX,
+ * 2026-12-06). In a loop of warp or block puts NVVM keeps the translation
+ * inside either way (the loop body's size, not its stores: a loop of three
+ * byte stores through asm already keeps it). Peer: dst is a peer's copy;
+ * else local memory of any kind (a get's destination may be shared memory),
+ * stored plainly. */
+SHMEMX_DEV_FN void ushmemi_dev_st_peer(ushmemi_dev_v4 *p, const ushmemi_dev_v4 &v)
+{
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned long long *p, const unsigned long long &v)
+{
+    asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned *p, const unsigned &v)
+{
+    asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned short *p, const unsigned short &v)
+{
+    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned char *p, const unsigned char &v)
+{
+    asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
+}
+/* shmemx_dev_p's store: volatile (each call one store, none merged or
+ * dropped), through asm like the others, for any 1/2/4/8-byte type. */
+template <int S> struct ushmemi_dev_word;
+template <> struct ushmemi_dev_word<1> {
+    typedef unsigned char t;
+};
+template <> struct ushmemi_dev_word<2> {
+    typedef unsigned short t;
+};
+template <> struct ushmemi_dev_word<4> {
+    typedef unsigned t;
+};
+template <> struct ushmemi_dev_word<8> {
+    typedef unsigned long long t;
+};
+SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned char *p, unsigned char v)
+{
+    asm volatile("st.volatile.global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned short *p, unsigned short v)
+{
+    asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned *p, unsigned v)
+{
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+template <typename T> SHMEMX_DEV_FN void ushmemi_dev_p_store(void *p, const T &v)
+{
+    typedef typename ushmemi_dev_word<sizeof(T)>::t B;
+    union {
+        T t;
+        B b;
+    } u;
+    u.t = v;
+    ushmemi_dev_st_vol((B *)p, u.b);
+}
+template <bool Peer, typename W> SHMEMX_DEV_FN void ushmemi_dev_st(W *p, const W &v)
+{
+    if (Peer)
+        ushmemi_dev_st_peer(p, v);
+    else
+        *p = v;
+}
+
 /* One thread copies n bytes in the widest pieces (8/4/2/1) that the
  * destination's alignment and n allow; dst and src agree modulo agree (a power
  * of two), so src is as aligned as dst for every piece up to that size. Used
  * for the unaligned head and the short tail of a copy: a few stores, not n. */
+template <bool Peer>
 SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n, unsigned agree)
 {
     while (n) {
@@ -691,10 +774,12 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
         while (p > 1 && (p > n || p > agree || ((uintptr_t)dst & (p - 1))))
             p >>= 1;
         switch (p) {
-        case 8: *(unsigned long long *)dst = *(const unsigned long long *)src; break;
-        case 4: *(unsigned *)dst = *(const unsigned *)src; break;
-        case 2: *(unsigned short *)dst = *(const unsigned short *)src; break;
-        default: *dst = *src; break;
+        case 8:
+            ushmemi_dev_st<Peer>((unsigned long long *)dst, *(const unsigned long long *)src);
+            break;
+        case 4: ushmemi_dev_st<Peer>((unsigned *)dst, *(const unsigned *)src); break;
+        case 2: ushmemi_dev_st<Peer>((unsigned short *)dst, *(const unsigned short *)src); break;
+        default: ushmemi_dev_st<Peer>((unsigned char *)dst, *(const unsigned char *)src); break;
         }
         dst += p;
         src += p;
@@ -705,7 +790,7 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n,
 /* Words [0, nw) of sw to dw by member r of s: four loads in flight per
  * thread, then the last up to three words loaded together before they are
  * stored. I: the index type (32-bit where nw < 2^31, so i + 3 * s cannot wrap). */
-template <typename W, typename I>
+template <bool Peer, typename W, typename I>
 SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict__ dw,
                                           const W *__restrict__ sw, I nw)
 {
@@ -713,10 +798,10 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict_
     I i = r;
     for (; i + s3 < nw; i += 4 * (I)s) {
         W a = sw[i], b = sw[i + s1], c = sw[i + s2], e = sw[i + s3];
-        dw[i] = a;
-        dw[i + s1] = b;
-        dw[i + s2] = c;
-        dw[i + s3] = e;
+        ushmemi_dev_st<Peer>(dw + i, a);
+        ushmemi_dev_st<Peer>(dw + i + s1, b);
+        ushmemi_dev_st<Peer>(dw + i + s2, c);
+        ushmemi_dev_st<Peer>(dw + i + s3, e);
     }
     if (i < nw) {
         const bool pb = i + s1 < nw, pc = i + s2 < nw;
@@ -725,18 +810,18 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_words(unsigned r, unsigned s, W *__restrict_
             b = sw[i + s1];
         if (pc)
             c = sw[i + s2];
-        dw[i] = a;
+        ushmemi_dev_st<Peer>(dw + i, a);
         if (pb)
-            dw[i + s1] = b;
+            ushmemi_dev_st<Peer>(dw + i + s1, b);
         if (pc)
-            dw[i + s2] = c;
+            ushmemi_dev_st<Peer>(dw + i + s2, c);
     }
 }
 
 /* The group copies n bytes: the head up to W alignment and the tail in pieces,
  * the body in words of W bytes (dst and src agree modulo W), four loads in
  * flight per thread. */
-template <typename W, typename G>
+template <bool Peer, typename W, typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
 {
     const unsigned r = g.rank(), s = g.size();
@@ -744,28 +829,29 @@ SHMEMX_DEV_FN void ushmemi_dev_copy_w(G g, char *dst, const char *src, size_t n)
     if (head > n)
         head = n;
     if (head && r == 0)
-        ushmemi_dev_copy_pieces(dst, src, head, sizeof(W));
+        ushmemi_dev_copy_pieces<Peer>(dst, src, head, sizeof(W));
     size_t nw = (n - head) / sizeof(W), tail = n - head - nw * sizeof(W);
     W *__restrict__ dw = (W *)(dst + head);
     const W *__restrict__ sw = (const W *)(src + head);
-    ushmemi_dev_copy_words<W, size_t>(r, s, dw, sw, nw);
+    ushmemi_dev_copy_words<Peer, W, size_t>(r, s, dw, sw, nw);
     if (tail && r == s - 1)
-        ushmemi_dev_copy_pieces((char *)(dw + nw), (const char *)(sw + nw), tail, sizeof(W));
+        ushmemi_dev_copy_pieces<Peer>((char *)(dw + nw), (const char *)(sw + nw), tail, sizeof(W));
 }
 
-template <typename G> SHMEMX_DEV_FN void ushmemi_dev_copy(G g, void *dst, const void *src, size_t n)
+template <bool Peer, typename G>
+SHMEMX_DEV_FN void ushmemi_dev_copy(G g, void *dst, const void *src, size_t n)
 {
     uintptr_t x = (uintptr_t)dst ^ (uintptr_t)src;
     char *d = (char *)dst;
     const char *s = (const char *)src;
     if ((x & 15) == 0)
-        ushmemi_dev_copy_w<ushmemi_dev_v4>(g, d, s, n);
+        ushmemi_dev_copy_w<Peer, ushmemi_dev_v4>(g, d, s, n);
     else if ((x & 7) == 0)
-        ushmemi_dev_copy_w<unsigned long long>(g, d, s, n);
+        ushmemi_dev_copy_w<Peer, unsigned long long>(g, d, s, n);
     else if ((x & 3) == 0)
-        ushmemi_dev_copy_w<unsigned>(g, d, s, n);
+        ushmemi_dev_copy_w<Peer, unsigned>(g, d, s, n);
     else
-        ushmemi_dev_copy_w<unsigned char>(g, d, s, n);
+        ushmemi_dev_copy_w<Peer, unsigned char>(g, d, s, n);
 }
 
 /* Through the proxy: one thread of the group hands over the request. Up to
@@ -845,7 +931,7 @@ SHMEMX_DEV_FN char *ushmemi_dev_group_route(const shmemx_dev_t &d, G g, const vo
  * on one SM), more go four loads in flight per thread, the last up to three
  * words loaded together before they are stored. The short path of a group put
  * or get. */
-template <typename G>
+template <bool Peer, typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned nw)
 {
     const unsigned r = g.rank(), s = g.size();
@@ -853,10 +939,10 @@ SHMEMX_DEV_FN void ushmemi_dev_copy16(G g, void *dst, const void *src, unsigned 
     const ushmemi_dev_v4 *__restrict__ sw = (const ushmemi_dev_v4 *)src;
     if (nw <= s) {
         if (r < nw)
-            dw[r] = sw[r];
+            ushmemi_dev_st<Peer>(dw + r, sw[r]);
         return;
     }
-    ushmemi_dev_copy_words<ushmemi_dev_v4, unsigned>(r, s, dw, sw, nw);
+    ushmemi_dev_copy_words<Peer, ushmemi_dev_v4, unsigned>(r, s, dw, sw, nw);
 }
 
 SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
@@ -867,18 +953,18 @@ SHMEMX_DEV_FN bool ushmemi_dev_whole16(const void *a, const void *b, size_t n)
 /* The group copies n bytes from src to dst (one of them the peer's copy): the
  * short path when both are 16-byte words (w16: ushmemi_dev_whole16), else the
  * general copy. */
-template <typename G>
+template <bool Peer, typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy_as(G g, void *dst, const void *src, size_t n, bool w16)
 {
     if (w16)
-        ushmemi_dev_copy16(g, dst, src, (unsigned)(n >> 4));
+        ushmemi_dev_copy16<Peer>(g, dst, src, (unsigned)(n >> 4));
     else
-        ushmemi_dev_copy(g, dst, src, n);
+        ushmemi_dev_copy<Peer>(g, dst, src, n);
 }
-template <typename G>
+template <bool Peer, typename G>
 SHMEMX_DEV_FN void ushmemi_dev_copy_to(G g, void *dst, const void *src, size_t n)
 {
-    ushmemi_dev_copy_as(g, dst, src, n, ushmemi_dev_whole16(dst, src, n));
+    ushmemi_dev_copy_as<Peer>(g, dst, src, n, ushmemi_dev_whole16(dst, src, n));
 }
 
 /* A put's data to the peer's copy of dest (the group not synced after).
@@ -913,9 +999,9 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
         if (one)
             r = ushmemi_dev_route(d, dest, n, pe, call, w);
         if (r && g.rank() == 0 && n) {
-            ((uint64_t *)r)[0] = v0;
+            ushmemi_dev_st_peer((unsigned long long *)r, (unsigned long long)v0);
             if (n > 8)
-                ((uint64_t *)r)[1] = v1;
+                ushmemi_dev_st_peer((unsigned long long *)r + 1, (unsigned long long)v1);
         }
         return r;
     }
@@ -924,7 +1010,7 @@ SHMEMX_DEV_FN char *ushmemi_dev_put_data(const shmemx_dev_t &d, G g, void *dest,
     const bool w16 = ushmemi_dev_whole16(r, src, n);
     g.sync(); /* the group's stores to src first */
     if (r)
-        ushmemi_dev_copy_as(g, r, src, n, w16);
+        ushmemi_dev_copy_as<true>(g, r, src, n, w16);
     return r;
 }
 
@@ -951,7 +1037,7 @@ SHMEMX_DEV_FN void ushmemi_dev_get(const shmemx_dev_t &d, G g, void *dest, const
         ushmemi_dev_proxy_get(d, g, dest, src, n, w, call);
         return;
     }
-    ushmemi_dev_copy_to(g, dest, r, n);
+    ushmemi_dev_copy_to<false>(g, dest, r, n);
     g.sync();
 }
 
@@ -1030,7 +1116,7 @@ SHMEMX_DEV_FN void shmemx_dev_p(const shmemx_dev_t &d, T *dest, T value, int pe)
             return;
         }
     }
-    *(volatile T *)r = value;
+    ushmemi_dev_p_store(r, value);
 }
 template <typename T> SHMEMX_DEV_FN T shmemx_dev_g(const shmemx_dev_t &d, const T *source, int pe)
 {

@@ -125,7 +125,7 @@ SHMEMX_DEV_FN void ushmemi_dev_push(const shmemx_dev_t &d, G g, const J &job, co
         int w;
         char *r = nb ? ushmemi_dev_route(d, dst, nb, pe, call, &w) : 0;
         if (r)
-            ushmemi_dev_copy(sub, r, src, nb);
+            ushmemi_dev_copy<true>(sub, r, src, nb);
     }
     if (!d.proxy)
         return; /* every member is mapped (ushmemi_dev_route trapped otherwise) */
@@ -153,7 +153,7 @@ SHMEMX_DEV_FN void ushmemi_dev_pull(const shmemx_dev_t &d, G g, void *dest, cons
     if (!r)
         ushmemi_dev_proxy_get(d, g, dest, src, nb, w, call);
     else if (r != (const char *)dest)
-        ushmemi_dev_copy(g, dest, r, nb);
+        ushmemi_dev_copy<false>(g, dest, r, nb);
 }
 
 /* Traps when [a, a+na) and [b, b+nb) overlap: one line from the group's

@@ -612,7 +612,7 @@ __global__ void k_e6(DEVH d, char *dst, const char *src, size_t n, int pe, int i
             for (int i = 0; i < iters; i++) {
                 ushmemi_dev_bar_block();
                 if constexpr (S == 1) {
-                    ushmemi_dev_copy(shmemx_dev_block_group(), p + off, src + off, len);
+                    ushmemi_dev_copy<true>(shmemx_dev_block_group(), p + off, src + off, len);
                 } else {
                     int4 *__restrict__ t = (int4 *)(p + off);
                     const int4 *__restrict__ s = (const int4 *)(src + off);
@@ -726,12 +726,12 @@ __device__ __forceinline__ void e8_put(const shmemx_dev_t &d, G g, char *dst, co
         int w;
         char *r = ushmemi_dev_route(d, dst, n, pe, "e8", &w);
         g.sync();
-        ushmemi_dev_copy(g, r, src, n);
+        ushmemi_dev_copy<true>(g, r, src, n);
         g.sync();
     } else {
         g.sync();
         if constexpr (V == 2) {
-            ushmemi_dev_copy16(g, once, src, (unsigned)(n / 16));
+            ushmemi_dev_copy16<true>(g, once, src, (unsigned)(n / 16));
         } else {
             int4 *__restrict__ t = (int4 *)once;
             const int4 *__restrict__ s = (const int4 *)src;

@@ -55,7 +55,7 @@ __device__ __forceinline__ void e10_put(const shmemx_dev_t &d, char *dst, const 
     } else if constexpr (V == 3) {
         char *t = e10_route(d, dst, n, pe);
         g.sync();
-        ushmemi_dev_copy16(g, t, src, nw);
+        ushmemi_dev_copy16<true>(g, t, src, nw);
     } else if constexpr (V == 4) {
         g.sync();
         const unsigned r = g.rank(), s = g.size();
@@ -71,8 +71,8 @@ __device__ __forceinline__ void e10_put(const shmemx_dev_t &d, char *dst, const 
             if (r + k * s < nw)
                 dw[r + k * s] = v[k];
         if (nw > 4 * s)
-            ushmemi_dev_copy_words<ushmemi_dev_v4, unsigned>(r, s, dw + 4 * s, sw + 4 * s,
-                                                             nw - 4 * s);
+            ushmemi_dev_copy_words<true, ushmemi_dev_v4, unsigned>(r, s, dw + 4 * s, sw + 4 * s,
+                                                                   nw - 4 * s);
     } else {
         g.sync();
         char *t;
@@ -90,9 +90,9 @@ __device__ __forceinline__ void e10_put(const shmemx_dev_t &d, char *dst, const 
             t = e10_route(d, dst, n, pe);
         }
         if constexpr (V == 6)
-            ushmemi_dev_copy_to(g, t, src, n);
+            ushmemi_dev_copy_to<true>(g, t, src, n);
         else
-            ushmemi_dev_copy16(g, t, src, nw);
+            ushmemi_dev_copy16<true>(g, t, src, nw);
     }
     g.sync();
 }
