@@ -68,6 +68,33 @@ __all__ = ["peer_ptr", "signal_set", "signal_add", "signal_set_relaxed", "signal
 HAVE_TRITON = triton is not None
 
 
+def _first_thread(op):
+    """PTX that runs op (one instruction, operands $1, $2) on the program's first
+    thread only ((tid.x | tid.y | tid.z) == 0); $0 is a dummy output."""
+    return ("{\n"
+            "        .reg .pred %ushmem_p;\n"
+            "        .reg .b32 %ushmem_t<3>;\n"
+            "        mov.u32 %ushmem_t0, %tid.x;\n"
+            "        mov.u32 %ushmem_t1, %tid.y;\n"
+            "        mov.u32 %ushmem_t2, %tid.z;\n"
+            "        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;\n"
+            "        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;\n"
+            "        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;\n"
+            f"        @%ushmem_p {op};\n"
+            "        mov.u32 $0, 0;\n"
+            "        }")
+
+
+# The jit helpers read these as compile-time constants (Triton lets a kernel use a
+# global only when it is a tl.constexpr).
+_const = tl.constexpr if tl is not None else str
+_ASM_SET = _const(_first_thread("st.release.sys.global.u64 [$1], $2"))
+_ASM_ADD = _const(_first_thread("red.release.sys.global.add.u64 [$1], $2"))
+_ASM_SET_RELAXED = _const(_first_thread("st.relaxed.sys.global.u64 [$1], $2"))
+_ASM_ADD_RELAXED = _const(_first_thread("red.relaxed.sys.global.add.u64 [$1], $2"))
+_ASM_FENCE = _const(_first_thread("fence.sc.sys"))
+
+
 PeerArgs = namedtuple("PeerArgs", "peer_bases my_base pe remote")
 PeerArgs.__doc__ = """Kernel arguments for reaching one peer's copy of a symmetric tensor:
 peer_bases (device address of the handle's uint64 peer table, indexed by world PE),
@@ -142,18 +169,7 @@ def signal_set(sig_ptr, value):
     tl.static_assert(p.numel == 1, "signal_set takes one signal pointer, not a block")
     tl.debug_barrier()
     tl.inline_asm_elementwise(
-        asm="""{
-        .reg .pred %ushmem_p;
-        .reg .b32 %ushmem_t<3>;
-        mov.u32 %ushmem_t0, %tid.x;
-        mov.u32 %ushmem_t1, %tid.y;
-        mov.u32 %ushmem_t2, %tid.z;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
-        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
-        @%ushmem_p st.release.sys.global.u64 [$1], $2;
-        mov.u32 $0, 0;
-        }""",
+        asm=_ASM_SET,
         constraints="=r,l,l",
         args=[p, tl.cast(value, tl.uint64)],
         dtype=tl.int32,
@@ -170,18 +186,7 @@ def signal_add(sig_ptr, value):
     tl.static_assert(p.numel == 1, "signal_add takes one signal pointer, not a block")
     tl.debug_barrier()
     tl.inline_asm_elementwise(
-        asm="""{
-        .reg .pred %ushmem_p;
-        .reg .b32 %ushmem_t<3>;
-        mov.u32 %ushmem_t0, %tid.x;
-        mov.u32 %ushmem_t1, %tid.y;
-        mov.u32 %ushmem_t2, %tid.z;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
-        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
-        @%ushmem_p red.release.sys.global.add.u64 [$1], $2;
-        mov.u32 $0, 0;
-        }""",
+        asm=_ASM_ADD,
         constraints="=r,l,l",
         args=[p, tl.cast(value, tl.uint64)],
         dtype=tl.int32,
@@ -199,18 +204,7 @@ def signal_set_relaxed(sig_ptr, value):
     p = tl.cast(sig_ptr, tl.pointer_type(tl.uint64))
     tl.static_assert(p.numel == 1, "signal_set_relaxed takes one signal pointer, not a block")
     tl.inline_asm_elementwise(
-        asm="""{
-        .reg .pred %ushmem_p;
-        .reg .b32 %ushmem_t<3>;
-        mov.u32 %ushmem_t0, %tid.x;
-        mov.u32 %ushmem_t1, %tid.y;
-        mov.u32 %ushmem_t2, %tid.z;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
-        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
-        @%ushmem_p st.relaxed.sys.global.u64 [$1], $2;
-        mov.u32 $0, 0;
-        }""",
+        asm=_ASM_SET_RELAXED,
         constraints="=r,l,l",
         args=[p, tl.cast(value, tl.uint64)],
         dtype=tl.int32,
@@ -227,18 +221,7 @@ def signal_add_relaxed(sig_ptr, value):
     p = tl.cast(sig_ptr, tl.pointer_type(tl.uint64))
     tl.static_assert(p.numel == 1, "signal_add_relaxed takes one signal pointer, not a block")
     tl.inline_asm_elementwise(
-        asm="""{
-        .reg .pred %ushmem_p;
-        .reg .b32 %ushmem_t<3>;
-        mov.u32 %ushmem_t0, %tid.x;
-        mov.u32 %ushmem_t1, %tid.y;
-        mov.u32 %ushmem_t2, %tid.z;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
-        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
-        @%ushmem_p red.relaxed.sys.global.add.u64 [$1], $2;
-        mov.u32 $0, 0;
-        }""",
+        asm=_ASM_ADD_RELAXED,
         constraints="=r,l,l",
         args=[p, tl.cast(value, tl.uint64)],
         dtype=tl.int32,
@@ -290,18 +273,7 @@ def fence_sys():
     (CTA barrier, one fence.sc.sys, CTA barrier)."""
     tl.debug_barrier()
     tl.inline_asm_elementwise(
-        asm="""{
-        .reg .pred %ushmem_p;
-        .reg .b32 %ushmem_t<3>;
-        mov.u32 %ushmem_t0, %tid.x;
-        mov.u32 %ushmem_t1, %tid.y;
-        mov.u32 %ushmem_t2, %tid.z;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t1;
-        or.b32 %ushmem_t0, %ushmem_t0, %ushmem_t2;
-        setp.eq.u32 %ushmem_p, %ushmem_t0, 0;
-        @%ushmem_p fence.sc.sys;
-        mov.u32 $0, 0;
-        }""",
+        asm=_ASM_FENCE,
         constraints="=r",
         args=[],
         dtype=tl.int32,
