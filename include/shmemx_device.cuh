@@ -157,10 +157,14 @@ SHMEMX_DEV_FN void ushmemi_dev_red_relaxed_add64(volatile void *p, uint64_t v)
 {
     asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* volatile: NVVM takes a non-volatile asm for a pure function it may execute
+ * ahead of its branch. This load is on the rare path, after the PE's range
+ * check; hoisted out of a loop of puts it read the table at a bad PE's index
+ * before the check could trap (PTX, 2026-12-06). */
 SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_nc64(const void *p)
 {
     uint64_t v;
-    asm("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    asm volatile("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
     return v;
 }
 
@@ -684,11 +688,10 @@ struct alignas(16) ushmemi_dev_v4 {
  * ring's do. The compiler cannot tell a plain store through a translated
  * pointer from the handle's own memory (a kernel parameter), so one plain
  * store in a loop keeps every handle word and the translation built on them
- * inside the loop; past an asm store (memory clobber and all) it may take
- * them out: a loop of shmemx_dev_p to one PE translates once (PTX,
- * 2026-12-06). In a loop of warp or block puts NVVM keeps the translation
- * inside either way (the loop body's size, not its stores: a loop of three
- * byte stores through asm already keeps it). Peer: dst is a peer's copy;
+ * inside the loop; past an asm store (memory clobber and all) it takes them
+ * out: a loop of shmemx_dev_p, putmem_warp or putmem_block to one PE
+ * translates once (PTX, 2026-12-06; the group puts also need
+ * ushmemi_dev_copy_pieces' offset cursor). Peer: dst is a peer's copy;
  * else local memory of any kind (a get's destination may be shared memory),
  * stored plainly. */
 SHMEMX_DEV_FN void ushmemi_dev_st_peer(ushmemi_dev_v4 *p, const ushmemi_dev_v4 &v)
@@ -765,25 +768,36 @@ template <bool Peer, typename W> SHMEMX_DEV_FN void ushmemi_dev_st(W *p, const W
 /* One thread copies n bytes in the widest pieces (8/4/2/1) that the
  * destination's alignment and n allow; dst and src agree modulo agree (a power
  * of two), so src is as aligned as dst for every piece up to that size. Used
- * for the unaligned head and the short tail of a copy: a few stores, not n. */
+ * for the unaligned head and the short tail of a copy: a few stores, not n.
+ * The cursor is an offset from dst and src, not two advancing pointers: with
+ * pointers NVVM kept the handle's words and the whole translation inside a
+ * caller's loop of puts (loads through a pointer that a loop advances by a
+ * varying step), with the offset it takes them out (PTX, 2026-12-06; same
+ * run on an H100: block puts from 1-132 CTAs 1.14-1.25x the bandwidth at
+ * 1-256 KiB, putmem_nbi + quiet 0.88-0.93x the time for warps and blocks up
+ * to 16 KiB). */
 template <bool Peer>
 SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n, unsigned agree)
 {
-    while (n) {
+    const unsigned m = (unsigned)n, x = (unsigned)(uintptr_t)dst;
+    for (unsigned o = 0; o < m;) {
         unsigned p = 8;
-        while (p > 1 && (p > n || p > agree || ((uintptr_t)dst & (p - 1))))
+        while (p > 1 && (p > m - o || p > agree || ((x + o) & (p - 1))))
             p >>= 1;
         switch (p) {
         case 8:
-            ushmemi_dev_st<Peer>((unsigned long long *)dst, *(const unsigned long long *)src);
+            ushmemi_dev_st<Peer>((unsigned long long *)(dst + o),
+                                 *(const unsigned long long *)(src + o));
             break;
-        case 4: ushmemi_dev_st<Peer>((unsigned *)dst, *(const unsigned *)src); break;
-        case 2: ushmemi_dev_st<Peer>((unsigned short *)dst, *(const unsigned short *)src); break;
-        default: ushmemi_dev_st<Peer>((unsigned char *)dst, *(const unsigned char *)src); break;
+        case 4: ushmemi_dev_st<Peer>((unsigned *)(dst + o), *(const unsigned *)(src + o)); break;
+        case 2:
+            ushmemi_dev_st<Peer>((unsigned short *)(dst + o), *(const unsigned short *)(src + o));
+            break;
+        default:
+            ushmemi_dev_st<Peer>((unsigned char *)(dst + o), *(const unsigned char *)(src + o));
+            break;
         }
-        dst += p;
-        src += p;
-        n -= p;
+        o += p;
     }
 }
 
