@@ -775,7 +775,7 @@ template <bool Peer, typename W> SHMEMX_DEV_FN void ushmemi_dev_st(W *p, const W
  * varying step), with the offset it takes them out (PTX, 2026-12-06; same
  * run on an H100: block puts from 1-132 CTAs 1.14-1.25x the bandwidth at
  * 1-256 KiB, putmem_nbi + quiet 0.88-0.93x the time for warps and blocks up
- * to 16 KiB). */
+ * to 4 KiB). */
 template <bool Peer>
 SHMEMX_DEV_FN void ushmemi_dev_copy_pieces(char *dst, const char *src, size_t n, unsigned agree)
 {
