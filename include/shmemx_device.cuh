@@ -700,24 +700,29 @@ SHMEMX_DEV_FN void ushmemi_dev_st_peer(ushmemi_dev_v4 *p, const ushmemi_dev_v4 &
                  "r"(v.w)
                  : "memory");
 }
-SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned long long *p, const unsigned long long &v)
-{
-    asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned *p, const unsigned &v)
-{
-    asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned short *p, const unsigned short &v)
-{
-    asm volatile("st.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_peer(unsigned char *p, const unsigned char &v)
-{
-    asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
-}
-/* shmemx_dev_p's store: volatile (each call one store, none merged or
- * dropped), through asm like the others, for any 1/2/4/8-byte type. */
+/* The 1/2/4/8-byte stores: NAME with PTX qualifier Q (ushmemi_dev_st_vol,
+ * volatile, is shmemx_dev_p's: each call one store, none merged or dropped). */
+#define USHMEMI_DEV_ST_WORDS(NAME, Q)                                                              \
+    SHMEMX_DEV_FN void NAME(unsigned char *p, unsigned char v)                                     \
+    {                                                                                              \
+        asm volatile("st" Q ".global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");   \
+    }                                                                                              \
+    SHMEMX_DEV_FN void NAME(unsigned short *p, unsigned short v)                                   \
+    {                                                                                              \
+        asm volatile("st" Q ".global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");                  \
+    }                                                                                              \
+    SHMEMX_DEV_FN void NAME(unsigned *p, unsigned v)                                               \
+    {                                                                                              \
+        asm volatile("st" Q ".global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");                  \
+    }                                                                                              \
+    SHMEMX_DEV_FN void NAME(unsigned long long *p, unsigned long long v)                           \
+    {                                                                                              \
+        asm volatile("st" Q ".global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");                  \
+    }
+USHMEMI_DEV_ST_WORDS(ushmemi_dev_st_peer, "")
+USHMEMI_DEV_ST_WORDS(ushmemi_dev_st_vol, ".volatile")
+#undef USHMEMI_DEV_ST_WORDS
+/* shmemx_dev_p's value as the unsigned word of its size (any 1/2/4/8-byte type). */
 template <int S> struct ushmemi_dev_word;
 template <> struct ushmemi_dev_word<1> {
     typedef unsigned char t;
@@ -731,22 +736,6 @@ template <> struct ushmemi_dev_word<4> {
 template <> struct ushmemi_dev_word<8> {
     typedef unsigned long long t;
 };
-SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned char *p, unsigned char v)
-{
-    asm volatile("st.volatile.global.u8 [%0], %1;" ::"l"(p), "h"((unsigned short)v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned short *p, unsigned short v)
-{
-    asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned *p, unsigned v)
-{
-    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-SHMEMX_DEV_FN void ushmemi_dev_st_vol(unsigned long long *p, unsigned long long v)
-{
-    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 template <typename T> SHMEMX_DEV_FN void ushmemi_dev_p_store(void *p, const T &v)
 {
     typedef typename ushmemi_dev_word<sizeof(T)>::t B;
