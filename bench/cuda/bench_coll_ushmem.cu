@@ -322,13 +322,13 @@ int main(int argc, char **argv)
     g_seed = (uint64_t)agree_max(g_me == 0 ? (long)(now_us() * 1e3) & 0x7fffffffffffL : 0);
 
     if (g_me == 0) {
-        const char *coll = getenv("USHMEM_CUDA_COLL"),
+        const char *coll = getenv("USHMEM_CUDA_COLL"), *bar = getenv("USHMEM_CUDA_BARRIER"),
                    *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
         const char *why = shmemx_dev_why();
-        printf("# mode impl=%s npes=%d device=%d USHMEM_CUDA_COLL=%s "
+        printf("# mode impl=%s npes=%d device=%d USHMEM_CUDA_COLL=%s USHMEM_CUDA_BARRIER=%s "
                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s COLL_MAX=%zu dev_why=%s\n",
-               g_impl, g_npes, dev, coll ? coll : "(unset)", pct ? pct : "(unset)", maxblk,
-               why ? why : "NULL (device waits allowed)");
+               g_impl, g_npes, dev, coll ? coll : "(unset)", bar ? bar : "(unset)",
+               pct ? pct : "(unset)", maxblk, why ? why : "NULL (device waits allowed)");
         fflush(stdout);
     }
 

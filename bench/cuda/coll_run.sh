@@ -17,6 +17,10 @@
 # Time: about 10-20 s per ushmem run and 20-60 s per NVSHMEM run (its init, and
 # without MPS each of its collectives takes a GPU time slice; repetitions are
 # capped at COLL_REP_MS, default 100 ms) with COLL_MAX=4 MiB: 2-4 minutes in all.
+# The stream barrier also runs under each USHMEM_CUDA_BARRIER algorithm
+# (rounds, mesh; kernel under MPS: barrier rows only, labelled ushmem_bar_ALG).
+# PREBUILT=1: BUILD_DIR already holds bench_coll_ushmem (carry_build.sh BENCH=1);
+# COLL_OPS=none: barriers only.
 # usage: bash bench/cuda/coll_run.sh BUILD_DIR OUTDIR
 # env: NPES (2), COLL_MAX (4194304 bytes per PE), COLL_OPS, COLL_REP_MS, COLL_RUN_TIMEOUT
 set -u
@@ -31,8 +35,10 @@ root=$(cd "$here/../.." && pwd)
 mkdir -p "$O" || exit 1
 B=$(cd "$B" && pwd) || exit 1
 O=$(cd "$O" && pwd) || exit 1
-if [ ! -f "$B/libushmem.a" ] || [ ! -x "$B/tools/ushrun" ]; then
-  echo "$B has no libushmem.a or tools/ushrun: build the library first"; exit 1
+if [ ! -x "$B/tools/ushrun" ] ||
+  { [ ! -f "$B/libushmem.a" ] && { [ "${PREBUILT:-0}" != 1 ] || [ ! -x "$B/bench_coll_ushmem" ]; }; }; then
+  echo "$B has no libushmem.a (or, with PREBUILT=1, bench_coll_ushmem) or tools/ushrun: build first"
+  exit 1
 fi
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 COLL_MAX NPES
 # The runs set these themselves; none leaks in from the caller.
@@ -52,9 +58,13 @@ t_start=$SECONDS
 } >"$O/info.txt" 2>&1
 cat "$O/info.txt"
 : >"$O/build.log"
-nvcc -O2 -arch=sm_90 -I"$root/include" "$here/bench_coll_ushmem.cu" -o "$B/bench_coll_ushmem" \
-    "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
-  { echo "bench_coll_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
+if [ "${PREBUILT:-0}" = 1 ] && [ -x "$B/bench_coll_ushmem" ]; then
+  echo "PREBUILT=1: using $B/bench_coll_ushmem"
+else
+  nvcc -O2 -arch=sm_90 -I"$root/include" "$here/bench_coll_ushmem.cu" -o "$B/bench_coll_ushmem" \
+      "$B/libushmem.a" -ldl -lpthread >>"$O/build.log" 2>&1 ||
+    { echo "bench_coll_ushmem: build failed"; tail -40 "$O/build.log"; exit 1; }
+fi
 find_nvshmem
 if [ -n "$NV" ] && [ -d "$NV/include" ]; then
   nvcc -O2 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_coll_nvshmem.cu" \
@@ -110,6 +120,9 @@ echo "== without MPS"
 run_ushmem nomps ushmem
 run_ushmem nomps ushmem_copy USHMEM_CUDA_COLL=copy
 run_ushmem nomps ushmem_leader USHMEM_CUDA_COLL=leader
+for a in rounds mesh; do
+  run_ushmem nomps ushmem_bar_$a USHMEM_CUDA_BARRIER=$a COLL_OPS=none
+done
 run_nvshmem nomps
 
 # ---- under MPS ----
@@ -129,6 +142,9 @@ else
     run_ushmem mps ushmem_copy USHMEM_MPS=1 USHMEM_CUDA_COLL=copy
     run_ushmem mps ushmem_leader USHMEM_MPS=1 USHMEM_CUDA_COLL=leader
     run_ushmem mps ushmem_kernel USHMEM_MPS=1 USHMEM_CUDA_COLL=kernel
+    for a in rounds mesh kernel; do
+      run_ushmem mps ushmem_bar_$a USHMEM_MPS=1 USHMEM_CUDA_BARRIER=$a COLL_OPS=none
+    done
     run_nvshmem mps
   else
     failed+=("MPS daemon did not start")

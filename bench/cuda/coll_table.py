@@ -5,8 +5,8 @@ placement (without MPS, under MPS).
 
 usage: coll_table.py [--nomps FILE...] [--mps FILE...]
 Each file holds lines "R <impl> <metric> <bytes> <value>"; impl is ushmem
-(USHMEM_CUDA_COLL unset: auto), ushmem_copy, ushmem_leader, ushmem_kernel or
-nvshmem. Missing files and values show as "-"."""
+(USHMEM_CUDA_COLL unset: auto), ushmem_copy, ushmem_leader, ushmem_kernel,
+ushmem_bar_<alg> (USHMEM_CUDA_BARRIER=<alg>, barrier rows only) or nvshmem. Missing files and values show as "-"."""
 import argparse
 import os
 
@@ -15,6 +15,8 @@ OPS = (("alltoall_us", "alltoallmem_on_stream"),
        ("fcollect_us", "fcollectmem_on_stream"),
        ("sum_i64_us", "int64_sum_reduce_on_stream (bytes / 8 elements)"))
 PLACEMENTS = (("nomps", "without MPS"), ("mps", "under MPS"))
+# impl ushmem_bar_<alg>: coll_run.sh's runs with USHMEM_CUDA_BARRIER=<alg>
+BARRIER_ALGS = ("rounds", "mesh", "kernel")
 
 
 def read(paths):
@@ -70,6 +72,19 @@ def tables(title, r, notes):
         u, n = g(("ushmem", m, 0)), g(("nvshmem", m, 0))
         print("| %s | %s | %s | %s |" % (name, f(u), f(n), ratio(u, n)))
     print()
+    algs = [a for a in BARRIER_ALGS if g(("ushmem_bar_" + a, "barrier_all_on_stream_us", 0))]
+    if algs:
+        nv = g(("nvshmem", "barrier_all_on_stream_us", 0))
+        print("barrier_all_on_stream by USHMEM_CUDA_BARRIER (same run):")
+        print()
+        print("| algorithm | GPU µs | host wall µs | / NVSHMEM (GPU) |")
+        print("|---|---|---|---|")
+        for a in algs:
+            k = "ushmem_bar_" + a
+            u = g((k, "barrier_all_on_stream_us", 0))
+            print("| %s | %s | %s | %s |" % (a, f(u), f(g((k, "barrier_all_on_stream_wall_us", 0))),
+                                            ratio(u, nv)))
+        print()
     for m, name in OPS:
         sizes = sorted({k[2] for k in r if k[1] == m})
         if not sizes:

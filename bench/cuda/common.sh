@@ -63,8 +63,8 @@ mps_quit() {
 }
 
 # build_ushmem_benches BUILD_DIR LOG [NAME...]: the ushmem device benchmarks
-# (NAMEs; default bench_dev_ushmem, bench_dev_coll, bench_moe_ushmem and
-# bench_dev_probe)
+# (NAMEs; default bench_dev_ushmem, bench_dev_coll, bench_moe_ushmem,
+# bench_dev_probe and the stream collectives' bench_coll_ushmem)
 # against BUILD_DIR's libushmem.a; needs no GPU. Non-zero with a line when one
 # fails. BENCH_INCLUDE: another include folder for the headers (default the
 # repository's); BENCH_SUFFIX: appended to each output name (carry_build.sh
@@ -75,7 +75,7 @@ build_ushmem_benches() {
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   inc=${BENCH_INCLUDE:-$here/../../include}
   shift 2
-  [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem bench_dev_probe
+  [ $# -gt 0 ] || set -- bench_dev_ushmem bench_dev_coll bench_moe_ushmem bench_dev_probe bench_coll_ushmem
   for b in "$@"; do
     # BENCH_DEFS: extra nvcc flags, unquoted on purpose (several -D words)
     # shellcheck disable=SC2086

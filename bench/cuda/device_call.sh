@@ -5,10 +5,15 @@
 # behind its own switch and timeout, and at the end all output in one archive
 # ($OUT/all.tgz: the tool returns at most 8 files). Prints the summaries.
 #   CT='^cuda/dev_'   ctest regex over build-gpu (default: none); CT_T (280 s)
+#   CTM='^cuda/cuda_stream'  the same under ushrun --mps (USHRUN_MPS=1: a private MPS
+#                     daemon per job, where device waits are safe); CTM_T (200 s)
 #   PROBE=489         bench_dev_probe experiments (PROBE_EXPS, 0-9 a b); PROBE_T (200 s);
 #                     PROBE_MAX its MAX_BYTES (256 MiB; 1073741824 for Eb's 1 GiB row)
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
+#   COLL=4            bench/cuda/coll_run.sh (stream collectives and barriers, with and
+#                     without MPS, beside NVSHMEM) with this many PEs; COLL_MAX
+#                     (1048576), COLL_OPS (default all; none: barriers only); COLL_T (300 s)
 #   PY=1              build the library and Python extension with the machine's
 #                     torch interpreter (build-devgpu) and run python/tests/test_device.py
 #                     at 2 PEs, without and with MPS (Triton, numba); PY_T (300 s)
@@ -33,6 +38,12 @@ if [ -n "${CT:-}" ]; then
   grep -E "tests passed|Failed|\*\*\*|Timeout" "$OUT/ctest.txt" | head -20
   echo "ctest $((SECONDS - S)) s"
 fi
+if [ -n "${CTM:-}" ]; then
+  (cd build-gpu && USHRUN_MPS=1 timeout "${CTM_T:-200}" ctest -R "$CTM" --timeout 140 \
+    >"$OUT/ctest_mps.txt" 2>&1)
+  grep -E "tests passed|Failed|\*\*\*|Timeout" "$OUT/ctest_mps.txt" | head -20
+  echo "ctest (MPS) $((SECONDS - S)) s"
+fi
 if [ -n "${PROBE:-}" ]; then
   PREBUILT=1 PROBE_EXPS=$PROBE timeout "${PROBE_T:-200}" bash bench/cuda/probe_run.sh \
     /work/main/build-gpu "$OUT/probe" "${PROBE_MAX:-268435456}" >"$OUT/probe.log" 2>&1
@@ -49,6 +60,13 @@ if [ -n "${MOE:-}" ]; then
     /work/main/build-gpu "$OUT/moe" >"$OUT/moe.log" 2>&1
   echo "moe rc=$? $((SECONDS - S)) s"
   tail -40 "$OUT/moe.log"
+fi
+if [ -n "${COLL:-}" ]; then
+  NPES=$COLL COLL_MAX=${COLL_MAX:-1048576} PREBUILT=1 timeout "${COLL_T:-300}" \
+    bash bench/cuda/coll_run.sh /work/main/build-gpu "$OUT/coll" >"$OUT/coll.log" 2>&1
+  echo "coll rc=$? $((SECONDS - S)) s"
+  grep -E "exit [^0]|failure" "$OUT/coll.log" | tail -5
+  sed -n '/^| barrier /,/^$/p;/by USHMEM_CUDA_BARRIER/,/^$/p' "$OUT/coll/coll_tables.md" 2>/dev/null | head -60
 fi
 if [ -n "${PY:-}" ]; then
   STAGES=python timeout "${PY_T:-300}" bash bench/cuda/dev_gpu_run.sh "$OUT/py" >"$OUT/py.log" 2>&1

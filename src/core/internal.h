@@ -96,6 +96,10 @@ typedef enum {
     X(cuda_coll, STR, "auto", "USHMEM_CUDA_COLL",                                                  \
       "Collectives on device memory: auto, copy (every PE copies, two stream barriers), leader "   \
       "(one PE copies for all), kernel (one kernel copies and synchronizes on the device)")        \
+    X(cuda_barrier, STR, "auto", "USHMEM_CUDA_BARRIER",                                            \
+      "Barriers on a stream: auto, rounds (log2 n rounds of stream memory operations), mesh (one " \
+      "round: every PE signals and waits for every other), kernel (one small kernel does the "     \
+      "mesh round on the device; where device waits are safe)")                                    \
     X(wait_policy, STR, "auto", "USHMEM_WAIT_POLICY",                                              \
       "Waits: auto (spin, or yield at once when the job has more PEs on a host than CPUs), "       \
       "spin, yield; either ends in sleeping back-off")                                             \

@@ -47,6 +47,8 @@ int main(int argc, char **argv)
             shmemx_putmem_signal_on_stream(sym, sym, 8, sig, 1, 7, 1 % np, s);
         else if (!strcmp(c, "collkernel")) /* USHMEM_CUDA_COLL=kernel, PEs share a GPU, no MPS */
             shmemx_alltoallmem_on_stream(SHMEM_TEAM_WORLD, sym, sym + 2048, 8, s);
+        else if (!strcmp(c, "barkernel")) /* USHMEM_CUDA_BARRIER=kernel, as collkernel */
+            shmemx_barrier_all_on_stream(s);
         else {
             fprintf(stderr, "unknown case %s\n", c);
             return 2;

@@ -27,5 +27,7 @@ check badcmp "unknown comparison operator 42"
 check badsigop "unknown signal operator 7"
 check collkernel "USHMEM_CUDA_COLL=kernel needs device-side waits: 2 PEs share GPU" USHMEM_CUDA_COLL=kernel
 check badcoll "USHMEM_CUDA_COLL='fast': use auto, copy, leader or kernel" USHMEM_CUDA_COLL=fast
+check barkernel "USHMEM_CUDA_BARRIER=kernel needs device-side waits: 2 PEs share GPU" USHMEM_CUDA_BARRIER=kernel
+check badbarrier "USHMEM_CUDA_BARRIER='fast': use auto, rounds, mesh or kernel" USHMEM_CUDA_BARRIER=fast
 check badproxyctx "USHMEM_PROXY_CONTEXT='shared': use own or primary" USHMEM_PROXY_CONTEXT=shared
 exit $fail

@@ -102,6 +102,22 @@ typedef struct {
 #define CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED                 0x3
 #define CU_EXEC_AFFINITY_TYPE_SM_COUNT                                  0
 
+/* CUstreamBatchMemOpParams: a union of 48 bytes whose first member is the
+ * operation; the wait and write forms share one layout. */
+#define CU_STREAM_MEM_OP_WAIT_VALUE_64  4
+#define CU_STREAM_MEM_OP_WRITE_VALUE_64 5
+typedef union {
+    int operation;
+    struct {
+        int operation;
+        CUdeviceptr address;
+        uint64_t value64;
+        unsigned int flags;
+        CUdeviceptr alias; /* the driver's */
+    } value;
+    uint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
 typedef struct {
     int type; /* CUexecAffinityType */
     union {
@@ -145,6 +161,8 @@ typedef struct {
     X(cuStreamWriteValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))    \
     X(cuStreamWaitValue64, (CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags))     \
     X(cuStreamWriteValue32, (CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags))    \
+    X(cuStreamBatchMemOp,                                                                          \
+      (CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops, unsigned int flags))         \
     X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *user_data))                                \
     X(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))                                      \
     X(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                     \

@@ -110,6 +110,12 @@ int ushmemi_cuda_dev_check_env(const char *call)
                       ushmemi_env.cuda_coll);
         return USHMEM_EINVAL;
     }
+    if (strcmp(ushmemi_env.cuda_barrier, "auto") && strcmp(ushmemi_env.cuda_barrier, "rounds") &&
+        strcmp(ushmemi_env.cuda_barrier, "mesh") && strcmp(ushmemi_env.cuda_barrier, "kernel")) {
+        ushmemi_error(call, "USHMEM_CUDA_BARRIER='%s': use auto, rounds, mesh or kernel",
+                      ushmemi_env.cuda_barrier);
+        return USHMEM_EINVAL;
+    }
     if (ushmemi_env.device_wait_timeout < 0) {
         ushmemi_error(call, "USHMEM_DEVICE_WAIT_TIMEOUT=%ld: seconds, 0 for no limit",
                       ushmemi_env.device_wait_timeout);

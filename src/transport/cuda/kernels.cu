@@ -143,9 +143,11 @@ __device__ static void kcoll_round(const ushmemi_kcoll_args_t &a, int r, const c
 
 extern "C" __global__ void ushmemi_k_coll_sync(const ushmemi_kcoll_args_t a)
 {
-    static const char call[] = "collective on a stream (device-synchronized)";
+    static const char call[] = "collective or barrier on a stream (device-synchronized)";
     unsigned long long nb = a.nbytes;
     kcoll_round(a, 0, call);
+    if (a.kind == USHMEMI_KCOLL_BARRIER) // a stream barrier: the one round
+        return;
     if (a.kind != USHMEMI_KCOLL_BROADCAST || a.me == a.root)
         for (int k = 0; k < a.npes; k++) {
             int j = (a.me + k) % a.npes;

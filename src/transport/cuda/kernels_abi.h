@@ -29,6 +29,7 @@ typedef struct {
 #define USHMEMI_KCOLL_FCOLLECT  1
 #define USHMEMI_KCOLL_BROADCAST 2
 #define USHMEMI_KCOLL_REDUCE    3
+#define USHMEMI_KCOLL_BARRIER   4 /* ushmemi_k_coll_sync: the first round only */
 
 /* ushmemi_k_coll_copy: every copy of a collective in one launch, by one PE
  * for the whole team (the leader). blockIdx.y is the pair (i, j): member i's

@@ -515,60 +515,6 @@ USHMEMI_API void shmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp,
 
 /* ---- stream-ordered barriers ---- */
 
-/* World PE w's device heap as mapped here, or fatal. */
-CUdeviceptr ushmemi_stream_peer_heap(int w, const char *call)
-{
-    char *p = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w];
-    if (!p && ushmemi_cuda_unmapped_why(w))
-        ushmemi_fatal(call, "%s", ushmemi_cuda_unmapped_why(w));
-    if (!p)
-        ushmemi_fatal(call,
-                      "PE %d's device heap is not mapped here: stream-ordered "
-                      "synchronization needs every team member on this host",
-                      w);
-    return (CUdeviceptr)(uintptr_t)p;
-}
-
-/* This PE's next signal to world PE w, and its wait for w's next signal, on
- * stream s (under sync_lock). */
-void ushmemi_stream_sync_signal(CUstream s, int w, const char *call)
-{
-    CUdeviceptr mine = ushmemi_cuda.base + (CUdeviceptr)ushmemi_g.my_pe * 8;
-    if (!ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w] && ushmemi_cuda_dev_has_ring()) {
-        /* another host: the proxy sets our word in w's recv[] */
-        ushmemi_stream_proxy_req(s, USHMEMI_REQ_AMO, 0, USHMEMI_AMO_SET | 8u << 8, w,
-                                 (const void *)(uintptr_t)mine,
-                                 (const void *)(uintptr_t)++ushmemi_cuda.sent[w], 0, NULL, 0, call);
-        return;
-    }
-    ushmemi_cuda_trace(s, "sync signal (write value)", w, ushmemi_cuda.sent[w] + 1);
-    CU_CHECK(ushmemi_cu.cuStreamWriteValue64(
-                 s, ushmemi_stream_peer_heap(w, call) + (CUdeviceptr)ushmemi_g.my_pe * 8,
-                 ++ushmemi_cuda.sent[w], CU_STREAM_WRITE_VALUE_DEFAULT),
-             call);
-}
-
-void ushmemi_stream_sync_wait(CUstream s, int w, const char *call)
-{
-    ushmemi_cuda_trace(s, "sync wait (wait value)", w, ushmemi_cuda.expected[w] + 1);
-    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
-                                            ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
-             call);
-}
-
-void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
-{
-    int n = team->size, me = team->my_pe;
-    if (n <= 1)
-        return;
-    pthread_mutex_lock(&ushmemi_cuda.sync_lock);
-    for (int dist = 1; dist < n; dist <<= 1) {
-        ushmemi_stream_sync_signal(s, ushmemi_team_world_pe(team, (me + dist) % n), call);
-        ushmemi_stream_sync_wait(s, ushmemi_team_world_pe(team, (me + n - dist) % n), call);
-    }
-    pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
-}
-
 /* No device bound: only a NULL stream makes sense, and means "now". */
 static int host_only(shmemx_stream_t stream, const char *call)
 {

@@ -49,7 +49,7 @@ static char *member_copy(const void *sym, shmem_team_t team, int i, const char *
 
 /* Some member's device heap is reached through the proxy (another host):
  * the same answer on every member (each sees the others of other hosts). */
-static int team_proxied(shmem_team_t team)
+int ushmemi_stream_team_proxied(shmem_team_t team)
 {
     if (!ushmemi_cuda_dev_has_ring())
         return 0;
@@ -68,7 +68,7 @@ static void member_put(void *sym, shmem_team_t team, int i, const void *src, int
     char *p = ushmemi_xlate(sym, w);
     if (p)
         ushmemi_stream_copy(p, ushmemi_devheap_has(sym), src, sdev, n, s, call);
-    else if (team_proxied(team))
+    else if (ushmemi_stream_team_proxied(team))
         ushmemi_stream_proxy_req(s, USHMEMI_REQ_PUT | USHMEMI_REQ_WAIT, 0, 0, w, sym, src, n, NULL,
                                  0, call);
     else
@@ -79,7 +79,7 @@ static void member_put(void *sym, shmem_team_t team, int i, const void *src, int
  * the members synchronize. */
 static void coll_end(shmem_team_t team, CUstream s, const char *call)
 {
-    if (team_proxied(team))
+    if (ushmemi_stream_team_proxied(team))
         ushmemi_stream_proxy_quiet(s, call);
     ushmemi_cuda_stream_sync(team, s, call);
 }
@@ -150,7 +150,8 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int overlap, co
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
     if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES ||
-        team_proxied(team)) /* members on other hosts: only the copy path reaches them */
+        ushmemi_stream_team_proxied(
+            team)) /* members on other hosts: only the copy path reaches them */
         return ALG_COPY;
     /* The leader writes every dest element right after reading that element
      * of every source, so dest == source is safe there; a partial overlap
@@ -240,12 +241,13 @@ static void coll_leader(shmem_team_t team, int kind, void *dest, const void *sou
 }
 
 /* The two rounds' signals and waits of the device-synchronized kernel, under
- * sync_lock: full mesh, or for a broadcast members -> root, then root -> members. */
-static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int root,
-                       const char *call)
+ * sync_lock: full mesh, or for a broadcast members -> root, then root ->
+ * members; a barrier has the first round only. */
+void ushmemi_kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int root,
+                        const char *call)
 {
     int n = team->size, me = team->my_pe, wme = ushmemi_g.my_pe;
-    int full = kind != USHMEMI_KCOLL_BROADCAST;
+    int full = kind != USHMEMI_KCOLL_BROADCAST, two = kind != USHMEMI_KCOLL_BARRIER;
     memset(a, 0, sizeof *a);
     a->npes = n;
     a->me = me;
@@ -268,9 +270,9 @@ static void kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int
             a->sent[0][j] = ++ushmemi_cuda.sent[w];
         if (full || me == root)
             a->expect[0][j] = ++ushmemi_cuda.expected[w];
-        if (full || me == root)
+        if (two && (full || me == root))
             a->sent[1][j] = ++ushmemi_cuda.sent[w];
-        if (full || to_root)
+        if (two && (full || to_root))
             a->expect[1][j] = ++ushmemi_cuda.expected[w];
     }
 }
@@ -280,14 +282,19 @@ static void coll_kernel(shmem_team_t team, int kind, void *dest, const void *sou
 {
     ushmemi_kcoll_args_t a;
     pthread_mutex_lock(&ushmemi_cuda.sync_lock);
-    kcoll_fill(&a, team, kind, root, call);
+    ushmemi_kcoll_fill(&a, team, kind, root, call);
     a.src = source;
     a.nbytes = nb;
     if (kind != USHMEMI_KCOLL_BROADCAST || team->my_pe == root)
         for (int j = 0; j < team->size; j++)
             a.peer[j] = member_copy(dest, team, j, call);
-    launch(ushmemi_cuda_fixed(K_COLL_SYNC, call), 1, 1, KCOLL_THREADS, 0, &a, s, call);
+    ushmemi_kcoll_launch(&a, KCOLL_THREADS, s, call);
     pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
+}
+
+void ushmemi_kcoll_launch(ushmemi_kcoll_args_t *a, unsigned threads, CUstream s, const char *call)
+{
+    launch(ushmemi_cuda_fixed(K_COLL_SYNC, call), 1, 1, threads, 0, a, s, call);
 }
 
 /* The leader or kernel path when device buffers allow it and auto (or
@@ -497,7 +504,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
         CUfunction f = ushmemi_cuda_kernel(sname, call);
         ushmemi_kcoll_args_t a;
         pthread_mutex_lock(&ushmemi_cuda.sync_lock);
-        kcoll_fill(&a, team, USHMEMI_KCOLL_REDUCE, 0, call);
+        ushmemi_kcoll_fill(&a, team, USHMEMI_KCOLL_REDUCE, 0, call);
         for (int j = 0; j < n; j++)
             a.peer[j] = member_copy(source, team, j, call);
         a.dest = dest;
@@ -515,7 +522,7 @@ static int reduce_on_stream(shmem_team_t team, void *dest, const void *source, s
     /* Members on other hosts: their sources are fetched through the proxy
      * into a local gather buffer first (after the opening sync, below). */
     CUdeviceptr gather = 0;
-    int proxied = team_proxied(team), gslot = -1;
+    int proxied = ushmemi_stream_team_proxied(team), gslot = -1;
     if (proxied)
         gather = gather_take(mul((size_t)n, nbytes ? nbytes : 1, call), &gslot, call);
     for (int j = 0; j < n; j++) {

@@ -1,5 +1,6 @@
-/* Shared by the stream-ordered API's two files: stream.c (RMA, signals,
- * waits, barriers) and stream_coll.c (collectives). */
+/* Shared by the stream-ordered API's files: stream.c (RMA, signals, waits,
+ * the barrier calls), stream_sync.c (how a team synchronizes on a stream)
+ * and stream_coll.c (collectives). */
 #ifndef USHMEM_STREAM_PRIV_H
 #define USHMEM_STREAM_PRIV_H
 
@@ -26,6 +27,15 @@ CUdeviceptr ushmemi_stream_peer_heap(int w, const char *call);
  * stream s (under ushmemi_cuda.sync_lock). */
 void ushmemi_stream_sync_signal(CUstream s, int w, const char *call);
 void ushmemi_stream_sync_wait(CUstream s, int w, const char *call);
+/* Some member of team is reached through the proxy (another host); the same
+ * answer on every member. */
+int ushmemi_stream_team_proxied(shmem_team_t team);
+/* The device-synchronized collective kernel (ushmemi_k_coll_sync): its
+ * signals and waits for team (kind USHMEMI_KCOLL_*), under sync_lock, and
+ * its launch as one block of threads (at least the team's size) on s. */
+void ushmemi_kcoll_fill(ushmemi_kcoll_args_t *a, shmem_team_t team, int kind, int root,
+                        const char *call);
+void ushmemi_kcoll_launch(ushmemi_kcoll_args_t *a, unsigned threads, CUstream s, const char *call);
 /* Frees the reductions' scratch buffers (finalize). */
 void ushmemi_stream_scratch_fini(void);
 
