@@ -186,22 +186,25 @@ static int coll_alg(shmem_team_t team, size_t bytes, int red, int overlap, const
  * under sync_lock. */
 static void lead_sync(shmem_team_t team, int lead, int phase, CUstream s, const char *call)
 {
+    ushmemi_sync_batch_t b;
+    ushmemi_sync_begin(&b, s, call);
     if (team->my_pe != lead) {
         int w = ushmemi_team_world_pe(team, lead);
         if (phase == 0)
-            ushmemi_stream_sync_signal(s, w, call);
+            ushmemi_sync_signal(&b, w);
         else
-            ushmemi_stream_sync_wait(s, w, call);
-        return;
+            ushmemi_sync_wait(&b, w);
+    } else {
+        for (int j = 0; j < team->size; j++) {
+            if (j == lead)
+                continue;
+            if (phase == 0)
+                ushmemi_sync_wait(&b, ushmemi_team_world_pe(team, j));
+            else
+                ushmemi_sync_signal(&b, ushmemi_team_world_pe(team, j));
+        }
     }
-    for (int j = 0; j < team->size; j++) {
-        if (j == lead)
-            continue;
-        if (phase == 0)
-            ushmemi_stream_sync_wait(s, ushmemi_team_world_pe(team, j), call);
-        else
-            ushmemi_stream_sync_signal(s, ushmemi_team_world_pe(team, j), call);
-    }
+    ushmemi_sync_end(&b);
 }
 
 static void launch(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned shmem,

@@ -23,10 +23,23 @@ void ushmemi_stream_copy(void *dst, int ddev, const void *src, int sdev, size_t 
                          const char *call);
 /* PE w's device heap base as mapped here (fatal when it is not). */
 CUdeviceptr ushmemi_stream_peer_heap(int w, const char *call);
-/* This PE's next sync signal to world PE w, and its wait for w's next one, on
- * stream s (under ushmemi_cuda.sync_lock). */
-void ushmemi_stream_sync_signal(CUstream s, int w, const char *call);
-void ushmemi_stream_sync_wait(CUstream s, int w, const char *call);
+/* This PE's next sync signals to world PEs and waits for their next ones, on
+ * stream s (under ushmemi_cuda.sync_lock), gathered between begin and end
+ * into cuStreamBatchMemOp calls (one per 254; stream memory operations
+ * enqueued one by one cost more GPU time: 4.05 against 2.75 µs for one
+ * signal and one wait, H100, 2 PEs under MPS). A signal to a PE the proxy
+ * reaches (another host) ends the batch so far and goes as its own request. */
+#define USHMEMI_SYNC_BATCH_MAX 254
+typedef struct {
+    CUstreamBatchMemOpParams op[USHMEMI_SYNC_BATCH_MAX];
+    unsigned n;
+    CUstream s;
+    const char *call;
+} ushmemi_sync_batch_t;
+void ushmemi_sync_begin(ushmemi_sync_batch_t *b, CUstream s, const char *call);
+void ushmemi_sync_signal(ushmemi_sync_batch_t *b, int w);
+void ushmemi_sync_wait(ushmemi_sync_batch_t *b, int w);
+void ushmemi_sync_end(ushmemi_sync_batch_t *b);
 /* Some member of team is reached through the proxy (another host); the same
  * answer on every member. */
 int ushmemi_stream_team_proxied(shmem_team_t team);

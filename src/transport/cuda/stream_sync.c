@@ -12,17 +12,17 @@
  *   rounds: dissemination, ceil(log2 n) rounds of one signal to member
  *           me + 2^r and one wait on member me - 2^r (stream memory
  *           operations);
- *   mesh:   one round: a signal to every member, then a wait on every member,
- *           all in one batch of stream memory operations (cuStreamBatchMemOp);
+ *   mesh:   one round: a signal to every member, then a wait on every member;
  *   kernel: one block of one warp that does the mesh round on the device
  *           (ushmemi_k_coll_sync with USHMEMI_KCOLL_BARRIER), where device
  *           waits are safe (MPS with fitting shares, or one PE per GPU).
  *
  * USHMEM_CUDA_BARRIER picks one (the same on every PE); auto takes the
- * kernel where device waits are safe and the team fits it, else the mesh
- * up to MESH_AUTO_MAX members, else rounds. Every input of that choice is
- * the same on every member (team size, the job's verdict on device waits,
- * whether some member is on another host). */
+ * kernel for 3 or more members where device waits are safe and the team fits
+ * it, else the mesh up to MESH_AUTO_MAX members, else rounds. Every input of
+ * that choice is the same on every member (team size, the job's verdict on
+ * device waits, whether some member is on another host). The memory
+ * operations of a barrier go in one batch (ushmemi_sync_begin .. end). */
 #include <string.h>
 
 #include "core/team.h"
@@ -30,11 +30,17 @@
 #include "transport/cuda/stream_priv.h"
 
 /* auto: the largest team that synchronizes in one mesh round of memory
- * operations (2 (n - 1) of them per PE, one after another on the stream). */
-#define MESH_AUTO_MAX 8
-/* cuStreamBatchMemOp takes fewer than 256 operations per call. */
-#define BATCH_MAX 254
-
+ * operations (2 (n - 1) of them per PE, one after another on the stream),
+ * and the smallest that takes the kernel where device waits are safe.
+ * Measured on an H100, PEs sharing GPU 0, GPU time per barrier (2026-12-06,
+ * bench/cuda/results/stream_barrier_h100_2026-12-06.md):
+ *   under MPS,   2 / 3 / 4 PEs: kernel 4.92 / 6.82 / 8.08 µs, mesh 2.75 /
+ *                8.20 / 11.5, rounds (memory operations one by one) 4.05 /
+ *                16.3 / 18.2; NVSHMEM 4.91 / 8.07 / 8.91;
+ *   without MPS, 2 / 3 / 4 PEs: mesh 5.40 / 11.8 / 20.8, rounds 8.02 / 24.7 /
+ *                33.9 (NVSHMEM 286 / 566 / 854). */
+#define MESH_AUTO_MAX   8
+#define KERNEL_AUTO_MIN 3
 _Static_assert(sizeof(CUstreamBatchMemOpParams) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 
 /* World PE w's device heap as mapped here, or fatal. */
@@ -57,65 +63,24 @@ static int via_proxy(int w)
     return !ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w] && ushmemi_cuda_dev_has_ring();
 }
 
-/* The address and value of this PE's next signal to mapped PE w. */
-static CUdeviceptr signal_slot(CUstream s, int w, uint64_t *v, const char *call)
+void ushmemi_sync_begin(ushmemi_sync_batch_t *b, CUstream s, const char *call)
 {
-    *v = ++ushmemi_cuda.sent[w];
-    ushmemi_cuda_trace(s, "sync signal (write value)", w, *v);
-    return ushmemi_stream_peer_heap(w, call) + (CUdeviceptr)ushmemi_g.my_pe * 8;
+    b->n = 0;
+    b->s = s;
+    b->call = call;
 }
 
-/* This PE's next signal to world PE w, and its wait for w's next signal, on
- * stream s (under sync_lock). */
-void ushmemi_stream_sync_signal(CUstream s, int w, const char *call)
-{
-    if (via_proxy(w)) {
-        /* another host: the proxy sets our word in w's recv[] */
-        CUdeviceptr mine = ushmemi_cuda.base + (CUdeviceptr)ushmemi_g.my_pe * 8;
-        ushmemi_stream_proxy_req(s, USHMEMI_REQ_AMO, 0, USHMEMI_AMO_SET | 8u << 8, w,
-                                 (const void *)(uintptr_t)mine,
-                                 (const void *)(uintptr_t)++ushmemi_cuda.sent[w], 0, NULL, 0, call);
-        return;
-    }
-    uint64_t v;
-    CUdeviceptr at = signal_slot(s, w, &v, call);
-    CU_CHECK(ushmemi_cu.cuStreamWriteValue64(s, at, v, CU_STREAM_WRITE_VALUE_DEFAULT), call);
-}
-
-void ushmemi_stream_sync_wait(CUstream s, int w, const char *call)
-{
-    ushmemi_cuda_trace(s, "sync wait (wait value)", w, ushmemi_cuda.expected[w] + 1);
-    CU_CHECK(ushmemi_cu.cuStreamWaitValue64(s, ushmemi_cuda.base + (CUdeviceptr)w * 8,
-                                            ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ),
-             call);
-}
-
-static void sync_rounds(shmem_team_t team, CUstream s, const char *call)
-{
-    int n = team->size, me = team->my_pe;
-    for (int dist = 1; dist < n; dist <<= 1) {
-        ushmemi_stream_sync_signal(s, ushmemi_team_world_pe(team, (me + dist) % n), call);
-        ushmemi_stream_sync_wait(s, ushmemi_team_world_pe(team, (me + n - dist) % n), call);
-    }
-}
-
-typedef struct {
-    CUstreamBatchMemOpParams op[BATCH_MAX];
-    unsigned n;
-} batch_t;
-
-static void batch_flush(batch_t *b, CUstream s, const char *call)
+void ushmemi_sync_end(ushmemi_sync_batch_t *b)
 {
     if (b->n)
-        CU_CHECK(ushmemi_cu.cuStreamBatchMemOp(s, b->n, b->op, 0), call);
+        CU_CHECK(ushmemi_cu.cuStreamBatchMemOp(b->s, b->n, b->op, 0), b->call);
     b->n = 0;
 }
 
-static void batch_add(batch_t *b, int kind, CUdeviceptr at, uint64_t v, unsigned flags, CUstream s,
-                      const char *call)
+static void batch_add(ushmemi_sync_batch_t *b, int kind, CUdeviceptr at, uint64_t v, unsigned flags)
 {
-    if (b->n == BATCH_MAX)
-        batch_flush(b, s, call);
+    if (b->n == USHMEMI_SYNC_BATCH_MAX)
+        ushmemi_sync_end(b);
     CUstreamBatchMemOpParams *o = &b->op[b->n++];
     memset(o, 0, sizeof *o);
     o->value.operation = kind;
@@ -124,33 +89,51 @@ static void batch_add(batch_t *b, int kind, CUdeviceptr at, uint64_t v, unsigned
     o->value.flags = flags;
 }
 
-/* Members on other hosts get their signal through the proxy first (a
- * request kernel on s); the signals to mapped members and all the waits go
- * in one batch. Members are visited from me + 1 on, so that not every PE
- * signals member 0 first. */
-static void sync_mesh(shmem_team_t team, CUstream s, const char *call)
+void ushmemi_sync_signal(ushmemi_sync_batch_t *b, int w)
+{
+    uint64_t v = ++ushmemi_cuda.sent[w];
+    ushmemi_cuda_trace(b->s, "sync signal (write value)", w, v);
+    if (via_proxy(w)) {
+        /* another host: the proxy sets our word in w's recv[], after what
+         * is gathered so far */
+        CUdeviceptr mine = ushmemi_cuda.base + (CUdeviceptr)ushmemi_g.my_pe * 8;
+        ushmemi_sync_end(b);
+        ushmemi_stream_proxy_req(b->s, USHMEMI_REQ_AMO, 0, USHMEMI_AMO_SET | 8u << 8, w,
+                                 (const void *)(uintptr_t)mine, (const void *)(uintptr_t)v, 0, NULL,
+                                 0, b->call);
+        return;
+    }
+    batch_add(b, CU_STREAM_MEM_OP_WRITE_VALUE_64,
+              ushmemi_stream_peer_heap(w, b->call) + (CUdeviceptr)ushmemi_g.my_pe * 8, v,
+              CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+void ushmemi_sync_wait(ushmemi_sync_batch_t *b, int w)
+{
+    uint64_t v = ++ushmemi_cuda.expected[w];
+    ushmemi_cuda_trace(b->s, "sync wait (wait value)", w, v);
+    batch_add(b, CU_STREAM_MEM_OP_WAIT_VALUE_64, ushmemi_cuda.base + (CUdeviceptr)w * 8, v,
+              CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+static void sync_rounds(shmem_team_t team, ushmemi_sync_batch_t *b)
 {
     int n = team->size, me = team->my_pe;
-    batch_t b;
-    b.n = 0;
-    for (int d = 1; d < n; d++) {
-        int w = ushmemi_team_world_pe(team, (me + d) % n);
-        if (via_proxy(w)) {
-            ushmemi_stream_sync_signal(s, w, call);
-            continue;
-        }
-        uint64_t v;
-        CUdeviceptr at = signal_slot(s, w, &v, call);
-        batch_add(&b, CU_STREAM_MEM_OP_WRITE_VALUE_64, at, v, CU_STREAM_WRITE_VALUE_DEFAULT, s,
-                  call);
+    for (int dist = 1; dist < n; dist <<= 1) {
+        ushmemi_sync_signal(b, ushmemi_team_world_pe(team, (me + dist) % n));
+        ushmemi_sync_wait(b, ushmemi_team_world_pe(team, (me + n - dist) % n));
     }
-    for (int d = 1; d < n; d++) {
-        int w = ushmemi_team_world_pe(team, (me + n - d) % n);
-        ushmemi_cuda_trace(s, "sync wait (wait value)", w, ushmemi_cuda.expected[w] + 1);
-        batch_add(&b, CU_STREAM_MEM_OP_WAIT_VALUE_64, ushmemi_cuda.base + (CUdeviceptr)w * 8,
-                  ++ushmemi_cuda.expected[w], CU_STREAM_WAIT_VALUE_GEQ, s, call);
-    }
-    batch_flush(&b, s, call);
+}
+
+/* Members are visited from me + 1 on, so that not every PE signals member 0
+ * first; signals to members on other hosts go before the batch. */
+static void sync_mesh(shmem_team_t team, ushmemi_sync_batch_t *b)
+{
+    int n = team->size, me = team->my_pe;
+    for (int d = 1; d < n; d++)
+        ushmemi_sync_signal(b, ushmemi_team_world_pe(team, (me + d) % n));
+    for (int d = 1; d < n; d++)
+        ushmemi_sync_wait(b, ushmemi_team_world_pe(team, (me + n - d) % n));
 }
 
 static void sync_kernel(shmem_team_t team, CUstream s, const char *call)
@@ -189,7 +172,7 @@ static int sync_alg_of(shmem_team_t team, const char *call)
                           ushmemi_cuda_dev_waits_why());
         if (fits)
             return SYNC_KERNEL;
-    } else if (waits == 1 && fits) {
+    } else if (waits == 1 && fits && n >= KERNEL_AUTO_MIN) {
         return SYNC_KERNEL;
     }
     return n <= MESH_AUTO_MAX ? SYNC_MESH : SYNC_ROUNDS;
@@ -201,11 +184,16 @@ void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
         return;
     int alg = sync_said(sync_alg_of(team, call), call);
     pthread_mutex_lock(&ushmemi_cuda.sync_lock);
-    if (alg == SYNC_KERNEL)
+    if (alg == SYNC_KERNEL) {
         sync_kernel(team, s, call);
-    else if (alg == SYNC_MESH)
-        sync_mesh(team, s, call);
-    else
-        sync_rounds(team, s, call);
+    } else {
+        ushmemi_sync_batch_t b;
+        ushmemi_sync_begin(&b, s, call);
+        if (alg == SYNC_MESH)
+            sync_mesh(team, &b);
+        else
+            sync_rounds(team, &b);
+        ushmemi_sync_end(&b);
+    }
     pthread_mutex_unlock(&ushmemi_cuda.sync_lock);
 }
