@@ -19,7 +19,8 @@
  *
  * USHMEM_CUDA_BARRIER picks one (the same on every PE); auto takes the
  * kernel for 3 or more members where device waits are safe and the team fits
- * it, else the mesh up to MESH_AUTO_MAX members, else rounds. Every input of
+ * it, else rounds; the mesh only when asked for (one step instead of log2 n:
+ * it might pay where each step is slow, PEs on different GPUs, not measured). Every input of
  * that choice is the same on every member (team size, the job's verdict on
  * device waits, whether some member is on another host). The memory
  * operations of a barrier go in one batch (ushmemi_sync_begin .. end). */
@@ -29,17 +30,16 @@
 #include "transport/cuda/cuda_priv.h"
 #include "transport/cuda/stream_priv.h"
 
-/* auto: the largest team that synchronizes in one mesh round of memory
- * operations (2 (n - 1) of them per PE, one after another on the stream),
- * and the smallest that takes the kernel where device waits are safe.
- * Measured on an H100, PEs sharing GPU 0, GPU time per barrier (2026-12-06,
- * bench/cuda/results/stream_barrier_h100_2026-12-06.md):
- *   under MPS,   2 / 3 / 4 PEs: kernel 4.92 / 6.82 / 8.08 µs, mesh 2.75 /
- *                8.20 / 11.5, rounds (memory operations one by one) 4.05 /
- *                16.3 / 18.2; NVSHMEM 4.91 / 8.07 / 8.91;
- *   without MPS, 2 / 3 / 4 PEs: mesh 5.40 / 11.8 / 20.8, rounds 8.02 / 24.7 /
- *                33.9 (NVSHMEM 286 / 566 / 854). */
-#define MESH_AUTO_MAX   8
+/* auto: the smallest team that takes the kernel where device waits are
+ * safe. Measured on an H100, PEs sharing GPU 0, GPU µs per barrier, NVSHMEM
+ * 3.4.5 in the same run (bench/cuda/results/stream_barrier_h100_2026-12-06.md):
+ *   under MPS,   2 / 4 PEs: kernel 5.10 / 7.96, rounds 2.75 / 10.8, mesh
+ *                3.68 / 11.8 (2 PEs: the same two operations); NVSHMEM 5.74 /
+ *                9.46; 3 PEs (first form): kernel 6.82, mesh 8.20, NVSHMEM 8.07;
+ *   without MPS, 2 / 4 PEs: rounds 5.31 / 18.1, mesh 5.52 / 20.8 (NVSHMEM 287 /
+ *                859).
+ * The batched rounds beat the mesh: a stream's memory operations run one
+ * after another, and the mesh has 2 (n - 1) of them against 2 log2(n). */
 #define KERNEL_AUTO_MIN 3
 _Static_assert(sizeof(CUstreamBatchMemOpParams) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 
@@ -175,7 +175,7 @@ static int sync_alg_of(shmem_team_t team, const char *call)
     } else if (waits == 1 && fits && n >= KERNEL_AUTO_MIN) {
         return SYNC_KERNEL;
     }
-    return n <= MESH_AUTO_MAX ? SYNC_MESH : SYNC_ROUNDS;
+    return SYNC_ROUNDS;
 }
 
 void ushmemi_cuda_stream_sync(shmem_team_t team, CUstream s, const char *call)
