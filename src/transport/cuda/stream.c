@@ -4,12 +4,11 @@
  * - Data moves with cuMemcpyAsync between mapped addresses (unified
  *   addressing), or with a one-block kernel for small device copies.
  * - Synchronization is stream memory operations on the device heaps' sync
- *   counters: PE a's k-th signal to PE b is cuStreamWriteValue64(k) into
- *   b's recv[a]; b's k-th wait on a is cuStreamWaitValue64(recv[a] >= k).
- *   The counts are kept on the host in enqueue order, so barriers on any
- *   team and any stream share one set of counters and nothing is reset. No
- *   kernel spins: with several PEs on one GPU a spinning kernel holds the GPU
- *   for its time slice and the barrier costs milliseconds.
+ *   counters: PE a's k-th signal to PE b writes k into b's recv[a]; b's k-th
+ *   wait on a lasts until recv[a] >= k (stream_sync.c, which also has the
+ *   one-warp device barrier used where device waits are safe). Otherwise no
+ *   kernel spins: with several PEs on one GPU and no MPS a spinning kernel
+ *   holds the GPU for its time slice and the barrier costs milliseconds.
  * - Waits that memory operations cannot express (NE, LT, LE, and anything on
  *   host memory) are released by a host progress thread: the stream writes a
  *   "reached" word and waits on a "gate" word, both in pinned host memory;

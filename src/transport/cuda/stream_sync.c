@@ -92,7 +92,8 @@ static void batch_add(ushmemi_sync_batch_t *b, int kind, CUdeviceptr at, uint64_
 void ushmemi_sync_signal(ushmemi_sync_batch_t *b, int w)
 {
     uint64_t v = ++ushmemi_cuda.sent[w];
-    ushmemi_cuda_trace(b->s, "sync signal (write value)", w, v);
+    ushmemi_cuda_trace(b->s, via_proxy(w) ? "sync signal (proxy)" : "sync signal (write value)", w,
+                       v);
     if (via_proxy(w)) {
         /* another host: the proxy sets our word in w's recv[], after what
          * is gathered so far */
