@@ -66,7 +66,7 @@ if [ -n "${COLL:-}" ]; then
     bash bench/cuda/coll_run.sh /work/main/build-gpu "$OUT/coll" >"$OUT/coll.log" 2>&1
   echo "coll rc=$? $((SECONDS - S)) s"
   grep -E "exit [^0]|failure" "$OUT/coll.log" | tail -5
-  sed -n '/^| barrier /,/^$/p;/by USHMEM_CUDA_BARRIER/,/^$/p' "$OUT/coll/coll_tables.md" 2>/dev/null | head -60
+  grep -v '^- ' "$OUT/coll/coll_tables.md" 2>/dev/null | cat -s | head -80
 fi
 if [ -n "${PY:-}" ]; then
   STAGES=python timeout "${PY_T:-300}" bash bench/cuda/dev_gpu_run.sh "$OUT/py" >"$OUT/py.log" 2>&1

@@ -81,37 +81,43 @@ void ushmemi_cuda_dev_card(cuda_card_t *c)
     c->sm_total = (int32_t)(c->sm_ctx * 100.0 / pct + 0.5);
 }
 
+/* Index of s in the NULL-terminated list, or -1. */
+static int one_of(const char *s, const char *const *list)
+{
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(s, list[i]))
+            return i;
+    return -1;
+}
+
+/* USHMEM_DEVICE_WAIT: 0 auto, 1 timesliced, 2 off, -1 unknown. */
 static int mode_of(const char *s)
 {
-    if (!strcmp(s, "auto"))
-        return 0;
-    if (!strcmp(s, "timesliced"))
-        return 1;
-    if (!strcmp(s, "off"))
-        return 2;
-    return -1;
+    static const char *const modes[] = {"auto", "timesliced", "off", NULL};
+    return one_of(s, modes);
 }
 
 int ushmemi_cuda_dev_check_env(const char *call)
 {
+    static const char *const contexts[] = {"own", "primary", NULL};
+    static const char *const colls[] = {"auto", "copy", "leader", "kernel", NULL};
+    static const char *const barriers[] = {"auto", "rounds", "mesh", "kernel", NULL};
     if (mode_of(ushmemi_env.device_wait) < 0) {
         ushmemi_error(call, "USHMEM_DEVICE_WAIT='%s': use auto, timesliced or off",
                       ushmemi_env.device_wait);
         return USHMEM_EINVAL;
     }
-    if (strcmp(ushmemi_env.proxy_context, "own") && strcmp(ushmemi_env.proxy_context, "primary")) {
+    if (one_of(ushmemi_env.proxy_context, contexts) < 0) {
         ushmemi_error(call, "USHMEM_PROXY_CONTEXT='%s': use own or primary",
                       ushmemi_env.proxy_context);
         return USHMEM_EINVAL;
     }
-    if (strcmp(ushmemi_env.cuda_coll, "auto") && strcmp(ushmemi_env.cuda_coll, "copy") &&
-        strcmp(ushmemi_env.cuda_coll, "leader") && strcmp(ushmemi_env.cuda_coll, "kernel")) {
+    if (one_of(ushmemi_env.cuda_coll, colls) < 0) {
         ushmemi_error(call, "USHMEM_CUDA_COLL='%s': use auto, copy, leader or kernel",
                       ushmemi_env.cuda_coll);
         return USHMEM_EINVAL;
     }
-    if (strcmp(ushmemi_env.cuda_barrier, "auto") && strcmp(ushmemi_env.cuda_barrier, "rounds") &&
-        strcmp(ushmemi_env.cuda_barrier, "mesh") && strcmp(ushmemi_env.cuda_barrier, "kernel")) {
+    if (one_of(ushmemi_env.cuda_barrier, barriers) < 0) {
         ushmemi_error(call, "USHMEM_CUDA_BARRIER='%s': use auto, rounds, mesh or kernel",
                       ushmemi_env.cuda_barrier);
         return USHMEM_EINVAL;

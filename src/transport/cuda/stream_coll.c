@@ -47,18 +47,6 @@ static char *member_copy(const void *sym, shmem_team_t team, int i, const char *
     return p;
 }
 
-/* Some member's device heap is reached through the proxy (another host):
- * the same answer on every member (each sees the others of other hosts). */
-int ushmemi_stream_team_proxied(shmem_team_t team)
-{
-    if (!ushmemi_cuda_dev_has_ring())
-        return 0;
-    for (int i = 0; i < team->size; i++)
-        if (!ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[ushmemi_team_world_pe(team, i)])
-            return 1;
-    return 0;
-}
-
 /* Member i's copy of [sym, sym+n) = [src, src+n), in stream order: a copy
  * when it is mapped here, else a put request to the proxy. */
 static void member_put(void *sym, shmem_team_t team, int i, const void *src, int sdev, size_t n,
@@ -149,9 +137,9 @@ static int coll_alg_of(shmem_team_t team, size_t bytes, int red, int overlap, co
 {
     const char *m = ushmemi_env.cuda_coll;
     int n = team->size;
+    /* members on other hosts: only the copy path reaches them */
     if (n <= 1 || !bytes || !ushmemi_cuda.mod || !strcmp(m, "copy") || n > USHMEMI_KRED_MAX_PES ||
-        ushmemi_stream_team_proxied(
-            team)) /* members on other hosts: only the copy path reaches them */
+        ushmemi_stream_team_proxied(team))
         return ALG_COPY;
     /* The leader writes every dest element right after reading that element
      * of every source, so dest == source is safe there; a partial overlap

@@ -19,11 +19,12 @@
  *
  * USHMEM_CUDA_BARRIER picks one (the same on every PE); auto takes the
  * kernel for 3 or more members where device waits are safe and the team fits
- * it, else rounds; the mesh only when asked for (one step instead of log2 n:
- * it might pay where each step is slow, PEs on different GPUs, not measured). Every input of
- * that choice is the same on every member (team size, the job's verdict on
- * device waits, whether some member is on another host). The memory
- * operations of a barrier go in one batch (ushmemi_sync_begin .. end). */
+ * it, else rounds; the mesh only when asked for (one step instead of log2 n
+ * might pay where each step is slow, PEs on different GPUs; not measured).
+ * Every input of that choice is the same on every member (team size, the
+ * job's verdict on device waits, whether some member is on another host).
+ * The memory operations of a barrier go in one batch (ushmemi_sync_begin ..
+ * end). */
 #include <string.h>
 
 #include "core/team.h"
@@ -63,6 +64,16 @@ static int via_proxy(int w)
     return !ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer[w] && ushmemi_cuda_dev_has_ring();
 }
 
+/* Some member's device heap is reached through the proxy: the same answer on
+ * every member (each sees the others of other hosts). */
+int ushmemi_stream_team_proxied(shmem_team_t team)
+{
+    for (int i = 0; i < team->size; i++)
+        if (via_proxy(ushmemi_team_world_pe(team, i)))
+            return 1;
+    return 0;
+}
+
 void ushmemi_sync_begin(ushmemi_sync_batch_t *b, CUstream s, const char *call)
 {
     b->n = 0;
@@ -92,9 +103,9 @@ static void batch_add(ushmemi_sync_batch_t *b, int kind, CUdeviceptr at, uint64_
 void ushmemi_sync_signal(ushmemi_sync_batch_t *b, int w)
 {
     uint64_t v = ++ushmemi_cuda.sent[w];
-    ushmemi_cuda_trace(b->s, via_proxy(w) ? "sync signal (proxy)" : "sync signal (write value)", w,
-                       v);
-    if (via_proxy(w)) {
+    int proxy = via_proxy(w);
+    ushmemi_cuda_trace(b->s, proxy ? "sync signal (proxy)" : "sync signal (write value)", w, v);
+    if (proxy) {
         /* another host: the proxy sets our word in w's recv[], after what
          * is gathered so far */
         CUdeviceptr mine = ushmemi_cuda.base + (CUdeviceptr)ushmemi_g.my_pe * 8;
@@ -127,7 +138,7 @@ static void sync_rounds(shmem_team_t team, ushmemi_sync_batch_t *b)
 }
 
 /* Members are visited from me + 1 on, so that not every PE signals member 0
- * first; signals to members on other hosts go before the batch. */
+ * first. */
 static void sync_mesh(shmem_team_t team, ushmemi_sync_batch_t *b)
 {
     int n = team->size, me = team->my_pe;
