@@ -7,6 +7,8 @@
 # for every binary alike; what stays is the code's difference. All binaries
 # must be built against the same library. Also writes each binary's SASS of
 # the kernels named in SASS_FUNS (cuobjdump -fun, comma-separated) to OUTDIR.
+# Round r starts with binary r (mod their number): use as many rounds as
+# binaries, or a multiple, so that each leads equally often.
 #   bench/cuda/ab_run.sh BUILD_DIR OUTDIR MAXBW BIN...     (first BIN: the base)
 set -u
 B=$1 O=$2 MAX=$3
@@ -26,8 +28,13 @@ fi
 trap mps_quit EXIT
 mps_start ab || exit 1
 export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+# Each round starts one binary further along: whichever binary ran first in a
+# round was 6-8% faster in the small put_lat rows (2026-12-06, H100: the same
+# binary twice, 1.07-1.08x apart), so a fixed order favoured the base.
+bins=("$@")
 for r in $(seq "${ROUNDS:-3}"); do
-  for bin in "$@"; do
+  for k in $(seq 0 $((${#bins[@]} - 1))); do
+    bin=${bins[$(((k + r - 1) % ${#bins[@]}))]}
     USHMEM_MPS=1 USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=${HEAP_MB:-1024}M \
       timeout 120 "$B/tools/ushrun" --timeout 100 -n 2 "$bin" "$MAX" \
       >"$O/$(basename "$bin").$r.txt" 2>&1 || echo "$(basename "$bin") round $r: exit $?"
