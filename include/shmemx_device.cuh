@@ -1362,8 +1362,8 @@ ushmemi_dev_amo_rare(const shmemx_dev_t &d, const void *dest, int op, uint64_t v
     if (r)
         return ushmemi_dev_amo_at<T>(r, op, v, c);
     /* the proxy carries it to the owner */
-    return ushmemi_dev_proxy_amo(d, w, (unsigned)op, (unsigned)sizeof(T),
-                                 (uint64_t)(uintptr_t)dest, v, c, fetching, call);
+    return ushmemi_dev_proxy_amo(d, w, (unsigned)op, (unsigned)sizeof(T), (uint64_t)(uintptr_t)dest,
+                                 v, c, fetching, call);
 }
 
 /* fetching: the caller wants the old value (through the proxy it then waits
@@ -1584,7 +1584,14 @@ SHMEMX_DEV_FN int shmemx_dev_test(const shmemx_dev_t &d, T *ivar, int cmp, T val
 
 /* ---- barriers ----
  * One round: every member stores its new epoch into each peer's inbox slot
- * for it (release), then waits until its own inbox shows every peer's (acquire).
+ * for it, then waits until its own inbox shows every peer's (acquire). The
+ * group's rank 0 makes the stores, after one fence of its own that follows
+ * the group's sync: fence.sc.sys where the barrier quiets, fence.acq_rel.sys
+ * where it only syncs. That fence and its relaxed stores are a release of
+ * everything the group did before the sync (the fence is cumulative over
+ * what the sync made rank 0 observe), as NVSHMEM's barrier does it; a release
+ * store per peer cost one more fence per store in the thread form (n - 1 per
+ * barrier) and a second one after the quiet's in the group forms.
  * The epoch only grows (wrap-safe compare), so nothing is reset between
  * barriers or CUDA graph replays. One group per PE takes part in each call. */
 template <typename G>
@@ -1604,33 +1611,36 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         ushmemi_dev_trap();
     }
     g.sync();
-    if (quiet && g.rank() == 0) {
-        ushmemi_dev_fence_sc();
-        ushmemi_dev_proxy_quiet(d, call);
-    }
     uint64_t *epoch =
         (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
-    uint64_t e = *(volatile uint64_t *)epoch + 1;
-    g.sync();
+    const uint64_t e = *(volatile uint64_t *)epoch + 1;
     uint64_t inbox_off = SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_INBOX_OFF +
                          ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
-    for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {
-        if (j == d.my_pe)
-            continue;
-        int w = d.team_start + j * d.team_stride;
-        uint64_t base = ushmemi_dev_base(d, w);
-        if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
-            (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8,
-                                        d.heap_base + inbox_off + 8 * (uint64_t)d.my_pe, e, 0,
-                                        false, call);
-            continue;
+    if (g.rank() == 0) {
+        if (quiet) {
+            ushmemi_dev_fence_sc();
+            ushmemi_dev_proxy_quiet(d, call);
+        } else {
+            ushmemi_dev_fence_acq_rel();
         }
-        if (base == 0) {
-            printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
-                   d.world_pe, call, j);
-            ushmemi_dev_trap();
+        for (int j = 0; j < d.n_pes; j++) {
+            if (j == d.my_pe)
+                continue;
+            int w = d.team_start + j * d.team_stride;
+            uint64_t base = ushmemi_dev_base(d, w);
+            uint64_t slot = inbox_off + 8 * (uint64_t)d.my_pe;
+            if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
+                (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8, d.heap_base + slot, e, 0,
+                                            false, call);
+                continue;
+            }
+            if (base == 0) {
+                printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
+                       d.world_pe, call, j);
+                ushmemi_dev_trap();
+            }
+            ushmemi_dev_st_relaxed64((void *)(uintptr_t)(base + slot), e);
         }
-        ushmemi_dev_st_release64((void *)(uintptr_t)(base + inbox_off + 8 * (uint64_t)d.my_pe), e);
     }
     const uint64_t *mine = (const uint64_t *)(uintptr_t)(d.heap_base + inbox_off);
     for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {

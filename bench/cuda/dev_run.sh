@@ -13,7 +13,8 @@
 #  4. prints the tables (dev_table.py); raw output and tables are saved in OUTDIR.
 # Never changes GPU settings (no nvidia-smi -c): MPS works in the default compute mode.
 # usage: bash bench/cuda/dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES (default 1 GiB)]
-# env: DEV_COLL_NPES ("2 4"; empty: no collective rows), COLL_MAX (4194304), COLL_OPS
+# env: DEV_COLL_NPES ("2 4"; empty: no collective rows), COLL_MAX (4194304), COLL_OPS,
+#      DEV_P2P (1; 0: the collectives alone, without bench_dev_ushmem/_nvshmem)
 set -u
 B=${1:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
 O=${2:?usage: dev_run.sh BUILD_DIR OUTDIR [MAX_BW_BYTES]}
@@ -46,7 +47,11 @@ if [ "${PREBUILT:-0}" != 1 ]; then
   build_ushmem_benches "$B" "$O/build.log" || { tail -40 "$O/build.log"; exit 1; }
 fi
 find_nvshmem
-if [ -n "$NV" ] && [ -d "$NV/include" ]; then
+[ -n "$NV" ] && [ ! -d "$NV/include" ] && NV=""
+NVC=$NV
+if [ "${DEV_P2P:-1}" = 0 ]; then
+  NV="" # the point-to-point programs do not run
+elif [ -n "$NV" ]; then
   nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_nvshmem.cu" \
       -o "$B/bench_dev_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
       -Xlinker -rpath="$NV/lib" >>"$O/build.log" 2>&1 ||
@@ -54,11 +59,10 @@ if [ -n "$NV" ] && [ -d "$NV/include" ]; then
 else
   echo "NVSHMEM (nvidia-nvshmem-cu13) not found: its columns stay empty"; NV=""
 fi
-NVC=$NV
-if [ -n "$NV" ]; then
-  nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NV/include" "$here/bench_dev_coll_nvshmem.cu" \
-      -o "$B/bench_dev_coll_nvshmem" -L"$NV/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
-      -Xlinker -rpath="$NV/lib" >>"$O/build.log" 2>&1 ||
+if [ -n "$NVC" ] && [ -n "${DEV_COLL_NPES-2 4}" ]; then
+  nvcc -O2 -std=c++17 -arch=sm_90 -rdc=true -I"$NVC/include" "$here/bench_dev_coll_nvshmem.cu" \
+      -o "$B/bench_dev_coll_nvshmem" -L"$NVC/lib" -l:libnvshmem_host.so.3 -lnvshmem_device \
+      -Xlinker -rpath="$NVC/lib" >>"$O/build.log" 2>&1 ||
     { echo "bench_dev_coll_nvshmem: build failed (its columns stay empty)"; tail -40 "$O/build.log"; NVC=""; }
 fi
 echo "built in $((SECONDS - t_start)) s"
@@ -95,9 +99,13 @@ trap 'exit 130' INT TERM
 mps_start devbench || exit 1
 export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
 echo "== under MPS ($MPSDIR), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"
-run_ushmem "$O/dev_ushmem_mps.txt" USHMEM_MPS=1
+: >"$O/dev_ushmem_mps.txt"
 : >"$O/dev_nvshmem_mps.txt"
-[ -n "$NV" ] && run_nvshmem "$O/dev_nvshmem_mps.txt"
+: >"$O/dev_ushmem_nomps.txt"
+if [ "${DEV_P2P:-1}" != 0 ]; then
+  run_ushmem "$O/dev_ushmem_mps.txt" USHMEM_MPS=1
+  [ -n "$NV" ] && run_nvshmem "$O/dev_nvshmem_mps.txt"
+fi
 # device collectives, N PEs at 100 / N percent each (ushmem: device waits allowed; NVSHMEM: full MPG)
 COLL_MAX=${COLL_MAX:-4194304}
 coll=()
@@ -118,7 +126,7 @@ for n in ${DEV_COLL_NPES-2 4}; do
   if [ -n "$NVC" ]; then
     t0=$SECONDS
     env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$pct" NPES="$n" COLL_MAX="$COLL_MAX" \
-      LD_LIBRARY_PATH="$NV/lib:${LD_LIBRARY_PATH:-}" \
+      LD_LIBRARY_PATH="$NVC/lib:${LD_LIBRARY_PATH:-}" \
       NVSHMEM_SYMMETRIC_SIZE=$((COLL_MAX * n * 2 / 1048576 + 512))M \
       timeout 300 "$B/bench_dev_coll_nvshmem" 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
@@ -131,10 +139,12 @@ mps_quit
 sleep 1
 
 # ---- without MPS: the rows that need no device wait ----
-echo "== without MPS"
-run_ushmem "$O/dev_ushmem_nomps.txt"
 nvx=()
-if [ "${DEV_NV_NOMPS:-0}" = 1 ] && [ -n "$NV" ]; then
+if [ "${DEV_P2P:-1}" != 0 ]; then
+  echo "== without MPS"
+  run_ushmem "$O/dev_ushmem_nomps.txt"
+fi
+if [ "${DEV_P2P:-1}" != 0 ] && [ "${DEV_NV_NOMPS:-0}" = 1 ] && [ -n "$NV" ]; then
   run_nvshmem "$O/dev_nvshmem_nomps.txt"
   nvx=(--nvshmem-nomps "$O/dev_nvshmem_nomps.txt")
 fi

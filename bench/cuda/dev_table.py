@@ -50,29 +50,7 @@ def human(n):
     return "%d B" % n
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ushmem", required=True, help="bench_dev_ushmem output under MPS")
-    ap.add_argument("--nvshmem", help="bench_dev_nvshmem output under MPS")
-    ap.add_argument("--ushmem-nomps", help="bench_dev_ushmem output without MPS")
-    ap.add_argument("--nvshmem-nomps", help="bench_dev_nvshmem output without MPS")
-    ap.add_argument("--coll-ushmem", action="append", default=[],
-                    help="bench_dev_coll output (repeatable: one per PE count)")
-    ap.add_argument("--coll-nvshmem", action="append", default=[],
-                    help="bench_dev_coll_nvshmem output (repeatable)")
-    a = ap.parse_args()
-    U, un = load(a.ushmem)
-    N, nn = load(a.nvshmem)
-    UX, uxn = load(a.ushmem_nomps)
-    NX, nxn = load(a.nvshmem_nomps) if a.nvshmem_nomps else ({}, [])
-    nx = bool(a.nvshmem_nomps)
-
-    def g(d, bench, variant, size):
-        return d.get((bench, variant, size))
-
-    extra_h = " NVSHMEM no MPS |" if nx else ""
-    extra_s = "---|" if nx else ""
-
+def p2p_tables(U, N, UX, NX, nx, g, extra_h, extra_s):
     # 1. latencies
     print("Latency, µs per operation or round trip (lower is better; ratio < 1: ushmem faster). "
           "MPS: both PEs at CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50.")
@@ -138,6 +116,35 @@ def main():
                 line += " %s |" % f(g(NX, "put_bw", v, s), "%.2f")
             print(line)
         print()
+
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ushmem", required=True, help="bench_dev_ushmem output under MPS")
+    ap.add_argument("--nvshmem", help="bench_dev_nvshmem output under MPS")
+    ap.add_argument("--ushmem-nomps", help="bench_dev_ushmem output without MPS")
+    ap.add_argument("--nvshmem-nomps", help="bench_dev_nvshmem output without MPS")
+    ap.add_argument("--coll-ushmem", action="append", default=[],
+                    help="bench_dev_coll output (repeatable: one per PE count)")
+    ap.add_argument("--coll-nvshmem", action="append", default=[],
+                    help="bench_dev_coll_nvshmem output (repeatable)")
+    a = ap.parse_args()
+    U, un = load(a.ushmem)
+    N, nn = load(a.nvshmem)
+    UX, uxn = load(a.ushmem_nomps)
+    NX, nxn = load(a.nvshmem_nomps) if a.nvshmem_nomps else ({}, [])
+    nx = bool(a.nvshmem_nomps)
+
+    def g(d, bench, variant, size):
+        return d.get((bench, variant, size))
+
+    extra_h = " NVSHMEM no MPS |" if nx else ""
+    extra_s = "---|" if nx else ""
+
+    # 1-3 only when the point-to-point programs ran (dev_run.sh DEV_P2P=0: collectives alone)
+    if U or N:
+        p2p_tables(U, N, UX, NX, nx, g, extra_h, extra_s)
 
     # 4. device collectives, one table per PE count
     CU, CN, cun, cnn = {}, {}, [], []

@@ -10,6 +10,8 @@
 #   PROBE=489         bench_dev_probe experiments (PROBE_EXPS, 0-9 a b); PROBE_T (200 s);
 #                     PROBE_MAX its MAX_BYTES (256 MiB; 1073741824 for Eb's 1 GiB row)
 #   DEV=1             bench/cuda/dev_run.sh without collective rows; DEV_T (250 s)
+#   DEVCOLL="2 4"     bench/cuda/dev_run.sh's device collectives alone (DEV_P2P=0) at these
+#                     PE counts, beside NVSHMEM's; DEVCOLL_MAX (COLL_MAX, 4194304), DEVCOLL_T (250 s)
 #   MOE="2 4 8"       bench/cuda/moe_run.sh at these PE counts; MOE_T (200 s)
 #   COLL=4            bench/cuda/coll_run.sh (stream collectives and barriers, with and
 #                     without MPS, beside NVSHMEM) with this many PEs; COLL_MAX
@@ -54,6 +56,13 @@ if [ -n "${DEV:-}" ]; then
   DEV_COLL_NPES="" PREBUILT=1 timeout "${DEV_T:-250}" bash bench/cuda/dev_run.sh \
     /work/main/build-gpu "$OUT/dev" >"$OUT/dev.log" 2>&1
   echo "dev rc=$? $((SECONDS - S)) s"
+fi
+if [ -n "${DEVCOLL:-}" ]; then
+  DEV_P2P=0 DEV_COLL_NPES="$DEVCOLL" COLL_MAX=${DEVCOLL_MAX:-4194304} PREBUILT=1 \
+    timeout "${DEVCOLL_T:-250}" bash bench/cuda/dev_run.sh /work/main/build-gpu "$OUT/devcoll" \
+    >"$OUT/devcoll.log" 2>&1
+  echo "devcoll rc=$? $((SECONDS - S)) s"
+  grep -E "^\| [a-z]" "$OUT/devcoll/dev_tables.md" 2>/dev/null | head -120
 fi
 if [ -n "${MOE:-}" ]; then
   MOE_NPES="$MOE" PREBUILT=1 timeout "${MOE_T:-200}" bash bench/cuda/moe_run.sh \
