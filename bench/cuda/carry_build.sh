@@ -12,7 +12,9 @@
 # the ushmem device benchmarks (bench_dev_ushmem, bench_dev_coll,
 # bench_moe_ushmem; then: PREBUILT=1 bench/cuda/dev_run.sh /work/main/build-gpu
 # OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
-# AB_BASE=REV adds bench_dev_ushmem_base, AB_VARIANTS bench_dev_ushmem_NAME (below).
+# AB_BASE=REV adds bench_dev_ushmem_base, AB_VARIANTS bench_dev_ushmem_NAME (below);
+# AB_BENCHES ("bench_dev_ushmem") names the benchmarks they are built for
+# (bench_dev_coll: device_call.sh COLLAB=N, bench/cuda/dev_coll_ab.sh).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 # bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu
@@ -34,8 +36,9 @@ if [ -n "${AB_BASE:-}" ]; then
     echo "AB_BASE=$AB_BASE: its shmemx_device_types.h differs from this one (the handle must match)"
     exit 1
   fi
+  # shellcheck disable=SC2086
   BENCH_INCLUDE="$abinc/include" BENCH_SUFFIX=_base build_ushmem_benches build-gpu \
-    /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
+    /tmp/carry_build.log ${AB_BENCHES:-bench_dev_ushmem} || { tail -20 /tmp/carry_build.log; exit 1; }
   rm -rf "$abinc"
 fi
 # AB_VARIANTS="NAME:FLAGS ...": also bench_dev_ushmem_NAME, built from this tree
@@ -46,8 +49,9 @@ for v in ${AB_VARIANTS:-}; do
   name=${v%%:*}
   flags=${v#*:}
   case "$name" in "" | *[!a-z0-9_]*) echo "AB_VARIANTS: bad name in '$v'"; exit 1 ;; esac
+  # shellcheck disable=SC2086
   BENCH_DEFS=${flags//,/ } BENCH_SUFFIX=_$name build_ushmem_benches build-gpu \
-    /tmp/carry_build.log bench_dev_ushmem || { tail -20 /tmp/carry_build.log; exit 1; }
+    /tmp/carry_build.log ${AB_BENCHES:-bench_dev_ushmem} || { tail -20 /tmp/carry_build.log; exit 1; }
 done
 rm -rf build-carry
 cp -a build-gpu build-carry

@@ -23,6 +23,10 @@
 #                     AB_BASE=REV) against bench_dev_ushmem and any
 #                     bench_dev_ushmem_NAME (AB_VARIANTS), AB_ROUNDS (3) rounds,
 #                     AB_MAX bandwidth sizes (4096); AB_T (150 s)
+#   COLLAB=4          bench/cuda/dev_coll_ab.sh at this many PEs: bench_dev_coll_base against
+#                     bench_dev_coll and any bench_dev_coll_NAME (carry_build.sh with
+#                     AB_BENCHES=bench_dev_coll); COLLAB_ROUNDS, COLLAB_MAX (32768),
+#                     COLLAB_OPS; COLLAB_T (200 s)
 # usage (on the device machine, repository root):
 #   CT='^cuda/dev_rma/' PROBE=8 DEV=1 bash bench/cuda/device_call.sh
 set -u
@@ -92,5 +96,16 @@ if [ -n "${AB:-}" ]; then
     "$OUT/ab" "${AB_MAX:-4096}" "${bins[@]}" >"$OUT/ab.txt" 2>&1
   echo "ab rc=$? $((SECONDS - S)) s"
   grep -E "^# PROBLEM|^\| (row|put_lat|put_bw|fetch|p_ping|put_signal|barrier)" "$OUT/ab.txt" | head -120
+fi
+if [ -n "${COLLAB:-}" ]; then
+  bins=(/work/main/build-gpu/bench_dev_coll_base /work/main/build-gpu/bench_dev_coll)
+  for b in /work/main/build-gpu/bench_dev_coll_*; do
+    case "$b" in *_base | *_nvshmem | *"*") ;; *) bins+=("$b") ;; esac
+  done
+  NPES=$COLLAB ROUNDS=${COLLAB_ROUNDS:-${#bins[@]}} COLL_MAX=${COLLAB_MAX:-32768} \
+    COLL_OPS=${COLLAB_OPS:-} timeout "${COLLAB_T:-200}" bash bench/cuda/dev_coll_ab.sh \
+    /work/main/build-gpu "$OUT/collab" "${bins[@]}" >"$OUT/collab.txt" 2>&1
+  echo "collab rc=$? $((SECONDS - S)) s"
+  grep -E "^# PROBLEM|^\| |exit" "$OUT/collab.txt" | head -80
 fi
 cd "$OUT" && tar czf /tmp/all.tgz . && rm -rf "${OUT:?}"/* && mv /tmp/all.tgz "$OUT/"
