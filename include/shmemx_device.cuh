@@ -1346,13 +1346,13 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_amo_at(char *r, int op, uint64_t v, uint64_t 
 }
 
 /* The rare path of ushmemi_dev_amo (the traps, the table beyond near_base,
- * the proxy), out of line. Inlined, it cost a one-call fetch_add 0.05 us (probe
- * E4, PE read on every call: 0.258 against 0.206 us) and it kept the loop's
- * atom behind two taken branches. The caller passes a local copy of the
- * handle: were the handle's own address handed to a call, the compiler could
- * no longer take the translation out of a caller's loop. Only the AMOs: the
- * signals' rare path out of line took tests/cuda/dev_rma.cu's k_put from 56
- * to 78 registers (device/regs_1024). */
+ * the proxy), out of line. Inlined, it cost a one-call fetch_add 0.04-0.05 us
+ * (probe E4, PE read on every call: 0.258 us, then 0.206-0.216 on H100s) and
+ * it kept a dependent loop's atom behind two taken branches (now one). The
+ * caller passes a local copy of the handle: were the handle's own address
+ * handed to a call, the compiler could no longer take the translation out of
+ * a caller's loop. Only the AMOs: the signals' rare path out of line took
+ * tests/cuda/dev_rma.cu's k_put from 56 to 78 registers (device/regs_1024). */
 template <typename T>
 static __attribute__((noinline)) __device__ uint64_t
 ushmemi_dev_amo_rare(const shmemx_dev_t &d, const void *dest, int op, uint64_t v, uint64_t c,
