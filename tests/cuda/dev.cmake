@@ -47,10 +47,15 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
   add_test(NAME cuda/dev_coll_refuse
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_refuse.sh $<TARGET_FILE:ushrun>
                    ${CMAKE_CURRENT_BINARY_DIR}/dev_coll shmemx_dev_alltoallmem_block)
+  # A device call naming a PE outside the team: one line, a trap, a failed job.
+  add_test(NAME cuda/dev_badpe
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_badpe.sh $<TARGET_FILE:ushrun>
+                   ${CMAKE_CURRENT_BINARY_DIR}/dev_amo)
   # A device vector wait that nothing satisfies traps at USHMEM_DEVICE_WAIT_TIMEOUT.
   add_test(NAME cuda/dev_wait_timeout
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dev_wait_timeout.sh $<TARGET_FILE:ushrun>
                    ${CMAKE_CURRENT_BINARY_DIR}/dev_wait)
-  set_tests_properties(cuda/dev_refuse cuda/dev_coll_refuse cuda/dev_wait_timeout PROPERTIES
-                       TIMEOUT 180 SKIP_RETURN_CODE 77 ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
+  set_tests_properties(cuda/dev_refuse cuda/dev_coll_refuse cuda/dev_badpe cuda/dev_wait_timeout
+                       PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
 endif()

@@ -18,6 +18,9 @@
  * `dev_amo refuse` (run by dev_refuse.sh): where device waits are off, a
  * kernel calling shmemx_dev_signal_wait_until must print one line per PE and
  * trap; the program reports what cudaStreamSynchronize returned and exits 3.
+ * `dev_amo badpe CALL` (run by dev_badpe.sh): PE 0's kernel names PE n_pes in
+ * CALL (an AMO, fetching or not, p, putmem, signal_op), which must print the
+ * out-of-range line and trap; PE 0 then exits 3 and the job stops.
  * USHMEM_TEST_LITMUS_ROUNDS and USHMEM_TEST_BARRIER_EPOCHS override the counts. */
 #include <type_traits>
 
@@ -624,13 +627,66 @@ static int run_refuse(const shmemx_dev_t &d, cudaStream_t s)
     return 3;
 }
 
+/* ---- badpe mode ---- */
+
+static const char *const badpe_calls[] = {"shmemx_dev_atomic_fetch_add",
+                                          "shmemx_dev_atomic_add",
+                                          "shmemx_dev_atomic_compare_swap",
+                                          "shmemx_dev_p",
+                                          "shmemx_dev_putmem",
+                                          "shmemx_dev_signal_op"};
+enum { BADPE_CALLS = sizeof(badpe_calls) / sizeof(badpe_calls[0]) };
+
+__global__ void k_badpe(const SHMEMX_GRID_CONSTANT shmemx_dev_t d, int which, uint64_t *w, int pe,
+                        uint64_t *out)
+{
+    uint64_t v = 0;
+    switch (which) {
+    case 0: v = shmemx_dev_atomic_fetch_add(d, w, (uint64_t)1, pe); break;
+    case 1: shmemx_dev_atomic_add(d, w, (uint64_t)1, pe); break;
+    case 2: v = shmemx_dev_atomic_compare_swap(d, w, (uint64_t)0, (uint64_t)1, pe); break;
+    case 3: shmemx_dev_p(d, w, (uint64_t)1, pe); break;
+    case 4: shmemx_dev_putmem(d, w + 1, w, 8, pe); break;
+    default: shmemx_dev_signal_op(d, w, 1, SHMEMX_DEV_SIGNAL_ADD, pe); break;
+    }
+    *out = v;
+}
+
+static int run_badpe(const shmemx_dev_t &d, cudaStream_t s, const char *call)
+{
+    int me = shmem_my_pe(), np = shmem_n_pes(), which = 0;
+    while (which < BADPE_CALLS && strcmp(badpe_calls[which], call) != 0)
+        which++;
+    DT_CHECK(which < BADPE_CALLS, "badpe: unknown call '%s'", call);
+    uint64_t *w = (uint64_t *)shmem_calloc(2, sizeof(uint64_t));
+    uint64_t *out = NULL;
+    DT_CHECK(w != NULL, "shmem_calloc");
+    CK(cudaMalloc(&out, sizeof(uint64_t)));
+    shmem_barrier_all();
+    if (me == 0) {
+        k_badpe<<<1, 1, 0, s>>>(d, which, w, np, out);
+        CK_LAUNCH();
+        cudaError_t e = cudaStreamSynchronize(s);
+        if (e == cudaSuccess)
+            DT_FAIL("a kernel calling %s on PE %d of %d completed", call, np, np);
+        printf("PE 0: TRAPPED: cudaStreamSynchronize returned %s\n", cudaGetErrorName(e));
+        fflush(stdout);
+        return 3; /* the launcher stops the job */
+    }
+    shmem_barrier_all(); /* PE 0 never gets here */
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int refuse = argc > 1 && strcmp(argv[1], "refuse") == 0;
+    int badpe = argc > 2 && strcmp(argv[1], "badpe") == 0;
     shmemx_dev_t d = dt_init();
     cudaStream_t s = dt_stream();
     if (refuse)
         return run_refuse(d, s);
+    if (badpe)
+        return run_badpe(d, s, argv[2]);
     int me = shmem_my_pe(), np = shmem_n_pes();
     double t0 = dt_now();
     int waits = dt_waits_allowed(d);
