@@ -272,8 +272,8 @@ int main(int argc, char **argv)
     char msg[512];
     int threads = c.threads;
     void *bargs[] = {(void *)&d, &st};
-    void *dargs[] = {(void *)&d, &c,  &x,     &rows, &counter, &sig, (void *)&cap,
-                     &nrecv,     &st, &release};
+    void *dargs[] = {(void *)&d, &c,           &x,     &rows, &counter,
+                     &sig,       (void *)&cap, &nrecv, &st,   &release};
     void *cargs[] = {(void *)&d, &c, &rows, &nrecv, &back, &csig, &out, &st};
     for (int r = 0; r < c.warmup + R; r++) {
         // untimed: reset, this round's rows, everyone ready

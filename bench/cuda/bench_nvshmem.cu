@@ -133,8 +133,8 @@ static int run(int rank, int n, nvshmemx_uniqueid_t id, size_t maxsz)
                 for (int i = 0; i < it; i++) {
                     int rc = op == 0 ? nvshmemx_alltoallmem_on_stream(NVSHMEM_TEAM_WORLD, buf, src,
                                                                       sz, s)
-                                     : nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, buf,
-                                                                       src, sz, 0, s);
+                                     : nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, buf, src,
+                                                                       sz, 0, s);
                     if (rc) {
                         fprintf(stderr, "nvshmem PE %d: collective %d failed (%d)\n", rank, op, rc);
                         exit(1);

@@ -93,11 +93,13 @@ static void coll_sweep(char *dst, const char *src, size_t maxblk, cudaStream_t s
                 shmem_barrier_all();
                 CK(cudaEventRecord(a, s));
                 for (int i = 0; i < it; i++) {
-                    int rc = op == 0 ? shmemx_alltoallmem_on_stream(SHMEM_TEAM_WORLD, dst, src, sz, s)
-                                     : shmemx_broadcastmem_on_stream(SHMEM_TEAM_WORLD, dst, src,
-                                                                     sz, 0, s);
+                    int rc =
+                        op == 0
+                            ? shmemx_alltoallmem_on_stream(SHMEM_TEAM_WORLD, dst, src, sz, s)
+                            : shmemx_broadcastmem_on_stream(SHMEM_TEAM_WORLD, dst, src, sz, 0, s);
                     if (rc) {
-                        fprintf(stderr, "PE %d: collective %d failed (%d)\n", shmem_my_pe(), op, rc);
+                        fprintf(stderr, "PE %d: collective %d failed (%d)\n", shmem_my_pe(), op,
+                                rc);
                         exit(1);
                     }
                 }

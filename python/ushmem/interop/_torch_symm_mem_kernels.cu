@@ -17,7 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-namespace {
+namespace
+{
 
 constexpr int kMaxWorld = 1024;
 
@@ -123,8 +124,7 @@ extern "C" int ushmem_a2av_pull(int64_t *oso, char *const *peer_in_dev, size_t i
     if (world < 1 || world > kMaxWorld)
         return -1;
     dim3 grid((unsigned)world, (unsigned)(blocks_per_peer > 0 ? blocks_per_peer : 1));
-    a2av_pull<<<grid, 512, 0, stream>>>(oso, peer_in_dev, in_off, out, row_bytes, world,
-                                        out_rows);
+    a2av_pull<<<grid, 512, 0, stream>>>(oso, peer_in_dev, in_off, out, row_bytes, world, out_rows);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return (int)e;

@@ -256,14 +256,21 @@ template <typename T, typename OP> __device__ static void redsync(const ushmemi_
     {                                                                                              \
         redsync<T, op_##opn<T>>(a);                                                                \
     }
+/* clang-format off: it reflows these macro lists differently on every pass */
 #define RED_INT(sfx, T)                                                                            \
     RED_KERNEL(sfx, T, and)                                                                        \
     RED_KERNEL(sfx, T, or)                                                                         \
-    RED_KERNEL(sfx, T, xor) RED_KERNEL(sfx, T, max) RED_KERNEL(sfx, T, min)                        \
-        RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+    RED_KERNEL(sfx, T, xor)                                                                        \
+    RED_KERNEL(sfx, T, max)                                                                        \
+    RED_KERNEL(sfx, T, min)                                                                        \
+    RED_KERNEL(sfx, T, sum)                                                                        \
+    RED_KERNEL(sfx, T, prod)
 #define RED_FLOAT(sfx, T)                                                                          \
     RED_KERNEL(sfx, T, max)                                                                        \
-    RED_KERNEL(sfx, T, min) RED_KERNEL(sfx, T, sum) RED_KERNEL(sfx, T, prod)
+    RED_KERNEL(sfx, T, min)                                                                        \
+    RED_KERNEL(sfx, T, sum)                                                                        \
+    RED_KERNEL(sfx, T, prod)
+/* clang-format on */
 
 RED_INT(i32, int)
 RED_INT(i64, long long)
