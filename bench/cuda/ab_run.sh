@@ -1,8 +1,10 @@
 #!/bin/bash
-# Same-run comparison of builds of bench_dev_ushmem (say, before and after a
-# header change): runs each binary in turn ROUNDS times (default 3) under a
-# private MPS daemon at 50% per PE, as dev_run.sh does, and prints each row's
-# median over the rounds for every binary and its ratio to the first. Each run
+# Same-run comparison of builds of bench_dev_ushmem or bench_dev_coll (say,
+# before and after a header change): runs each binary in turn ROUNDS times
+# (default 3) with NPES PEs (default 2) on GPU 0 under a private MPS daemon at
+# 100 / NPES % per PE, as dev_run.sh does, and prints each row's median over
+# the rounds for every binary and its ratio to the first. bench_dev_coll reads
+# COLL_MAX and COLL_OPS from the environment and ignores MAXBW. Each run
 # allocates its heap anew, so a row that moves with where its words land moves
 # for every binary alike; what stays is the code's difference. All binaries
 # must be built against the same library. Also writes each binary's SASS of
@@ -27,7 +29,8 @@ if [ -n "${SASS_FUNS:-}" ]; then
 fi
 trap mps_quit EXIT
 mps_start ab || exit 1
-export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50
+n=${NPES:-2}
+export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / n))
 # Each round starts one binary further along: whichever binary ran first in a
 # round was 6-8% faster in the small put_lat rows (2026-12-06, H100: the same
 # binary twice, 1.07-1.08x apart), so a fixed order favoured the base.
@@ -36,14 +39,14 @@ for r in $(seq "${ROUNDS:-3}"); do
   for k in $(seq 0 $((${#bins[@]} - 1))); do
     bin=${bins[$(((k + r - 1) % ${#bins[@]}))]}
     USHMEM_MPS=1 USHMEM_DEVICE=0 USHMEM_DEVICE_HEAP_SIZE=${HEAP_MB:-1024}M \
-      timeout 120 "$B/tools/ushrun" --timeout 100 -n 2 "$bin" "$MAX" \
+      timeout 120 "$B/tools/ushrun" --timeout 100 -n "$n" "$bin" "$MAX" \
       >"$O/$(basename "$bin").$r.txt" 2>&1 || echo "$(basename "$bin") round $r: exit $?"
   done
 done
 mps_quit
 # A variant that moves wrong data (the benchmark's put_bw check) or fails must not pass as a
 # number: its lines go first.
-grep -H -E "check failed|FAILED|error|Error" "$O"/*.txt 2>/dev/null | head -20 |
+grep -H -E "check failed|FAILED|error|Error|wrong" "$O"/*.txt 2>/dev/null | head -20 |
   sed 's/^/# PROBLEM: /'
 names=()
 for bin in "$@"; do names+=("$(basename "$bin")"); done

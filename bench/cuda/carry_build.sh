@@ -14,7 +14,7 @@
 # OUTDIR, or PREBUILT=1 bench/cuda/moe_run.sh /work/main/build-gpu OUTDIR).
 # AB_BASE=REV adds bench_dev_ushmem_base, AB_VARIANTS bench_dev_ushmem_NAME (below);
 # AB_BENCHES ("bench_dev_ushmem") names the benchmarks they are built for
-# (bench_dev_coll: device_call.sh COLLAB=N, bench/cuda/dev_coll_ab.sh).
+# (bench_dev_coll: device_call.sh COLLAB=N, bench/cuda/ab_run.sh with NPES).
 #   bench/cuda/carry_build.sh   (repository root, checked out at /work/main)
 # bench/cuda/device_call.sh runs the tests and benchmarks from it in one call.
 set -eu

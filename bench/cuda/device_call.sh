@@ -23,7 +23,7 @@
 #                     AB_BASE=REV) against bench_dev_ushmem and any
 #                     bench_dev_ushmem_NAME (AB_VARIANTS), AB_ROUNDS (3) rounds,
 #                     AB_MAX bandwidth sizes (4096); AB_T (150 s)
-#   COLLAB=4          bench/cuda/dev_coll_ab.sh at this many PEs: bench_dev_coll_base against
+#   COLLAB=4          bench/cuda/ab_run.sh with NPES=4: bench_dev_coll_base against
 #                     bench_dev_coll and any bench_dev_coll_NAME (carry_build.sh with
 #                     AB_BENCHES=bench_dev_coll); COLLAB_ROUNDS, COLLAB_MAX (32768),
 #                     COLLAB_OPS; COLLAB_T (200 s)
@@ -103,8 +103,8 @@ if [ -n "${COLLAB:-}" ]; then
     case "$b" in *_base | *_nvshmem | *"*") ;; *) bins+=("$b") ;; esac
   done
   NPES=$COLLAB ROUNDS=${COLLAB_ROUNDS:-${#bins[@]}} COLL_MAX=${COLLAB_MAX:-32768} \
-    COLL_OPS=${COLLAB_OPS:-} timeout "${COLLAB_T:-200}" bash bench/cuda/dev_coll_ab.sh \
-    /work/main/build-gpu "$OUT/collab" "${bins[@]}" >"$OUT/collab.txt" 2>&1
+    COLL_OPS=${COLLAB_OPS:-} timeout "${COLLAB_T:-200}" bash bench/cuda/ab_run.sh \
+    /work/main/build-gpu "$OUT/collab" 0 "${bins[@]}" >"$OUT/collab.txt" 2>&1
   echo "collab rc=$? $((SECONDS - S)) s"
   grep -E "^# PROBLEM|^\| |exit" "$OUT/collab.txt" | head -80
 fi
