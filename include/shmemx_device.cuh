@@ -1616,6 +1616,7 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
     const uint64_t e = *(volatile uint64_t *)epoch + 1;
     uint64_t inbox_off = SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_INBOX_OFF +
                          ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
+    const uint64_t slot = inbox_off + 8 * (uint64_t)d.my_pe; /* ours in every peer's inbox */
     if (g.rank() == 0) {
         if (quiet) {
             ushmemi_dev_fence_sc();
@@ -1628,7 +1629,6 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
                 continue;
             int w = d.team_start + j * d.team_stride;
             uint64_t base = ushmemi_dev_base(d, w);
-            uint64_t slot = inbox_off + 8 * (uint64_t)d.my_pe;
             if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
                 (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8, d.heap_base + slot, e, 0,
                                             false, call);
