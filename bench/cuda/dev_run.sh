@@ -144,7 +144,7 @@ if [ "${DEV_P2P:-1}" != 0 ]; then
   echo "== without MPS"
   run_ushmem "$O/dev_ushmem_nomps.txt"
 fi
-if [ "${DEV_P2P:-1}" != 0 ] && [ "${DEV_NV_NOMPS:-0}" = 1 ] && [ -n "$NV" ]; then
+if [ "${DEV_NV_NOMPS:-0}" = 1 ] && [ -n "$NV" ]; then # NV is empty with DEV_P2P=0
   run_nvshmem "$O/dev_nvshmem_nomps.txt"
   nvx=(--nvshmem-nomps "$O/dev_nvshmem_nomps.txt")
 fi
