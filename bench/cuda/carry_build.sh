@@ -28,12 +28,16 @@ fi
 # AB_BASE=REV: also bench_dev_ushmem_base, the same benchmark built against the
 # device headers of commit REV and linked with this library, for a same-run
 # comparison (device_call.sh AB=1, bench/cuda/ab_run.sh). REV's handle must be
-# this one (same SHMEMX_DEV_VERSION and layout): refused otherwise.
+# this one (same SHMEMX_DEV_VERSION and struct shmemx_dev): refused otherwise.
+handle_layout() {
+  sed -n '/^#define SHMEMX_DEV_VERSION/p;/^typedef struct shmemx_dev {/,/^} shmemx_dev_t;/p' "$1"
+}
 if [ -n "${AB_BASE:-}" ]; then
   abinc=$(mktemp -d /tmp/ab_include.XXXXXX)
   git archive "$AB_BASE" include | tar -x -C "$abinc" || { echo "AB_BASE=$AB_BASE: no such commit"; exit 1; }
-  if ! cmp -s "$abinc/include/shmemx_device_types.h" include/shmemx_device_types.h; then
-    echo "AB_BASE=$AB_BASE: its shmemx_device_types.h differs from this one (the handle must match)"
+  if [ "$(handle_layout "$abinc/include/shmemx_device_types.h")" != \
+    "$(handle_layout include/shmemx_device_types.h)" ]; then
+    echo "AB_BASE=$AB_BASE: its handle (shmemx_dev_t, SHMEMX_DEV_VERSION) differs from this one"
     exit 1
   fi
   # shellcheck disable=SC2086

@@ -10,6 +10,7 @@ device spin, so it is correct with several PEs on one GPU and no MPS.
 """
 import ctypes
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -58,8 +59,8 @@ def test_constants():
     assert ushmem.DEV_MAGIC == 0x75534844 and ushmem.DEV_VERSION == 2
     assert ushmem.DEV_NEAR_MAX == 12
     flags = (ushmem.DEV_F_WAIT_OK, ushmem.DEV_F_PEER_ATOMICS, ushmem.DEV_F_WORLD,
-             ushmem.DEV_F_TIMESLICED)
-    assert sorted(flags) == [1, 2, 4, 8]
+             ushmem.DEV_F_TIMESLICED, ushmem.DEV_F_ONE_GPU)
+    assert sorted(flags) == [1, 2, 4, 8, 16]
     assert (ushmem.DEV_WAIT_SAFE, ushmem.DEV_WAIT_SHARED_GPU, ushmem.DEV_WAIT_MPS_SHARES,
             ushmem.DEV_WAIT_NO_DEVICE) == (0, 1, 2, 3)
 
@@ -175,6 +176,10 @@ def test_device_handle_fields(me, npes):
     assert list(h.near_base[:h.near_n]) == peer_bases[first:first + h.near_n]
     assert not any(h.near_base[h.near_n:])
     assert h.wait_ok == (why is None)
+    # GPU-scope barriers exactly where every PE is on this GPU and mapped, with no proxy
+    sys_scope = os.environ.get("USHMEM_DEVICE_SCOPE") == "sys"
+    assert h.one_gpu == (not sys_scope and h.gpu_pes == npes and all(peer_bases)
+                         and h.proxy == 0)
     assert h.gpu_pes >= 1 and h.sm_total > 0 and 0 < h.sm_sum
     assert h.sync == h.heap_base + (128 << 10)
     assert h.abort_flag != 0

@@ -84,6 +84,12 @@ class DeviceHandle(ctypes.Structure):
         return bool(self.flags & _ushmem.DEV_F_PEER_ATOMICS)
 
     @property
+    def one_gpu(self):
+        """Whether every PE of the job is on this PE's GPU and mapped here (DEV_F_ONE_GPU):
+        device barriers and collectives then order at GPU scope (USHMEM_DEVICE_SCOPE)."""
+        return bool(self.flags & _ushmem.DEV_F_ONE_GPU)
+
+    @property
     def team(self):
         """The team the handle was made for (None: TEAM_WORLD)."""
         return self.__dict__.get("_team")

@@ -90,6 +90,9 @@ typedef enum {
     X(device_wait, STR, "auto", "USHMEM_DEVICE_WAIT",                                              \
       "Device-side waits/barriers: auto (when no PEs share a GPU, or MPS shares fit), "            \
       "timesliced (always: slow without MPS), off")                                                \
+    X(device_scope, STR, "auto", "USHMEM_DEVICE_SCOPE",                                            \
+      "Memory scope of device barriers and collectives: auto (GPU scope where every PE of the "    \
+      "job is on this PE's GPU, else system), sys (always system scope)")                          \
     X(device_wait_timeout, INT, "60", "USHMEM_DEVICE_WAIT_TIMEOUT",                                \
       "Seconds one device-side wait may last before its kernel traps, and the proxy's wait for "   \
       "its own copy or atomic on this GPU before the job ends (0: no limit)")                      \

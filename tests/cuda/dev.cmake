@@ -35,6 +35,14 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
                            ENVIRONMENT "${USHMEM_CUDA_TEST_ENV}")
     endforeach()
   endforeach()
+  # Where the whole job is on one GPU, barriers and collectives order at GPU
+  # scope; USHMEM_DEVICE_SCOPE=sys keeps the system-scope path tested there too.
+  foreach(name dev_amo dev_coll)
+    add_test(NAME cuda/${name}_sys/np4
+             COMMAND $<TARGET_FILE:ushrun> --timeout 120 -n 4 ${CMAKE_CURRENT_BINARY_DIR}/${name})
+    set_tests_properties(cuda/${name}_sys/np4 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                         ENVIRONMENT "${USHMEM_CUDA_TEST_ENV};USHMEM_DEVICE_SCOPE=sys")
+  endforeach()
   add_custom_target(ushmem_dev_tests ALL DEPENDS ${USHMEM_DEV_TEST_OUTPUTS})
   # tests/mpi runs them again with PEs on pretend hosts
   set_property(GLOBAL PROPERTY USHMEM_DEV_TEST_OUTPUTS ${USHMEM_DEV_TEST_OUTPUTS})

@@ -704,6 +704,15 @@ int main(int argc, char **argv)
     int proxied = 0;
     for (int pe = 0; pe < np; pe++)
         proxied |= shmemx_device_route(pe) == SHMEMX_ROUTE_PROXY;
+    /* GPU-scope barriers exactly where every PE is on this GPU, mapped here */
+    const char *scope = getenv("USHMEM_DEVICE_SCOPE");
+    int one_gpu = !(scope && strcmp(scope, "sys") == 0) && d.gpu_pes == np && !proxied;
+    DT_CHECK(((d.flags & SHMEMX_DEV_F_ONE_GPU) != 0) == one_gpu,
+             "the handle's ONE_GPU flag is %d, want %d (%d of %d PEs on this GPU, proxied %d, "
+             "USHMEM_DEVICE_SCOPE=%s)",
+             (d.flags & SHMEMX_DEV_F_ONE_GPU) != 0, one_gpu, d.gpu_pes, np, proxied,
+             scope ? scope : "");
+    printf("PE %d: device barriers at %s scope\n", me, one_gpu ? "GPU" : "system");
     if (atomics)
         run_contention(d, s, proxied && !waits);
     else

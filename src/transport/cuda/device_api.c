@@ -102,6 +102,11 @@ int ushmemi_cuda_dev_check_env(const char *call)
     static const char *const contexts[] = {"own", "primary", NULL};
     static const char *const colls[] = {"auto", "copy", "leader", "kernel", NULL};
     static const char *const barriers[] = {"auto", "rounds", "mesh", "kernel", NULL};
+    static const char *const scopes[] = {"auto", "sys", NULL};
+    if (one_of(ushmemi_env.device_scope, scopes) < 0) {
+        ushmemi_error(call, "USHMEM_DEVICE_SCOPE='%s': use auto or sys", ushmemi_env.device_scope);
+        return USHMEM_EINVAL;
+    }
     if (mode_of(ushmemi_env.device_wait) < 0) {
         ushmemi_error(call, "USHMEM_DEVICE_WAIT='%s': use auto, timesliced or off",
                       ushmemi_env.device_wait);
@@ -201,6 +206,7 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
 {
     ushmemi_cuda_t *u = &ushmemi_cuda;
     int n = ushmemi_g.n_pes, mode = mode_of(ushmemi_env.device_wait), atomics = 1;
+    int one_gpu = !strcmp(ushmemi_env.device_scope, "auto");
     char **peer = ushmemi_g.seg[USHMEMI_SEG_DEVHEAP].peer;
     uint64_t *table = calloc((size_t)n, sizeof *table);
     if (!table)
@@ -210,6 +216,7 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
     for (int pe = 0; pe < n; pe++) {
         table[pe] = (uint64_t)(uintptr_t)peer[pe];
         int ord = u->peer_dev[pe], native = 0;
+        one_gpu &= pe == ushmemi_g.my_pe || (peer[pe] && ord == u->device);
         if (!peer[pe] || pe == ushmemi_g.my_pe || ord == u->device || ord < 0)
             continue;
         CUdevice pd;
@@ -221,6 +228,8 @@ int ushmemi_cuda_dev_attach(const cuda_card_t *cards, const char *call)
         atomics &= native != 0;
     }
     dev.flags = atomics ? SHMEMX_DEV_F_PEER_ATOMICS : 0;
+    if (one_gpu) /* every heap is this GPU's memory: barriers may order at GPU scope */
+        dev.flags |= SHMEMX_DEV_F_ONE_GPU;
     if (mode == 1 || (mode == 0 && dev.reason == SHMEMX_DEV_WAIT_SAFE))
         dev.flags |= SHMEMX_DEV_F_WAIT_OK;
     if (mode == 1 && dev.reason != SHMEMX_DEV_WAIT_SAFE)
@@ -378,6 +387,8 @@ static int dev_fill(shmem_team_t team, shmemx_dev_t *out, const char *call)
     d.sync = u->base + SHMEMX_DEV_SYNC_OFFSET;
     ushmemi_cuda_dev_wait_limits(&d.abort_flag, &d.wait_timeout_ns);
     d.proxy = dev.ring;
+    if (d.proxy) /* the proxy's host thread writes heaps: system scope */
+        d.flags &= ~SHMEMX_DEV_F_ONE_GPU;
     d.near_first = dev.near_first;
     d.near_n = dev.near_n;
     memcpy(d.near_base, dev.near, sizeof d.near_base);
