@@ -33,9 +33,8 @@ typedef unsigned long long uintptr_t;
 #define SHMEMX_DEV_F_PEER_ATOMICS 0x2u /* every mapped peer has native GPU atomics */
 #define SHMEMX_DEV_F_WORLD        0x4u /* the handle's team is SHMEM_TEAM_WORLD */
 #define SHMEMX_DEV_F_TIMESLICED   0x8u /* waits allowed by USHMEM_DEVICE_WAIT=timesliced */
-#define SHMEMX_DEV_F_ONE_GPU                                                                       \
-    0x10u /* every PE of the job is on this GPU and mapped here:                                   \
-            device barriers and collectives order at GPU scope */
+/* every PE of the job is on this GPU and mapped here: barriers order at GPU scope */
+#define SHMEMX_DEV_F_ONE_GPU 0x10u
 
 /* wait_reason: why SHMEMX_DEV_F_WAIT_OK is clear (shmemx_dev_why() says it in words). */
 #define SHMEMX_DEV_WAIT_SAFE       0 /* waits are allowed */
