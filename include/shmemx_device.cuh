@@ -1615,9 +1615,9 @@ SHMEMX_DEV_FN int shmemx_dev_test(const shmemx_dev_t &d, T *ivar, int cmp, T val
  * threads in the device"), and a .sys fence cost 1.5-1.7 us at 4 PEs under MPS.
  * The epoch only grows (wrap-safe compare), so nothing is reset between
  * barriers or CUDA graph replays. One group per PE takes part in each call. */
-template <typename G>
-SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, bool world,
-                                       const char *call)
+/* Traps (one line) unless this PE may run a device barrier on the handle's team:
+ * device waits allowed, the world handle where world is asked for, a valid slot. */
+SHMEMX_DEV_FN void ushmemi_dev_barrier_check(const shmemx_dev_t &d, bool world, const char *call)
 {
     ushmemi_dev_wait_gate(d, call);
     if ((world && !(d.flags & SHMEMX_DEV_F_WORLD)) || d.n_pes > SHMEMX_DEV_BARRIER_MAX ||
@@ -1631,6 +1631,12 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
                    : "the handle's team slot is invalid (pass a handle from shmemx_team_dev_get)");
         ushmemi_dev_trap();
     }
+}
+template <typename G>
+SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, bool world,
+                                       const char *call)
+{
+    ushmemi_dev_barrier_check(d, world, call);
     g.sync();
     uint64_t *epoch =
         (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;

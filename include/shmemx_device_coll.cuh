@@ -17,7 +17,11 @@
  * barrier's round on the team's slot. So a PE may reuse source and dest on
  * return, and back-to-back calls on the same buffers need nothing between
  * them. Reductions in place or larger than USHMEMI_DEV_REDUCE_PULL_MAX bytes
- * add one sync between their two phases. Collectives wait on the device: where
+ * add one sync between their two phases. Small alltoall, broadcast, fcollect
+ * and reductions (every member's share fits a stage buffer, 8 KiB in all)
+ * instead push into the team's stage buffers and need only the final barrier
+ * (see "staged small collectives" below); the guarantees are the same.
+ * Collectives wait on the device: where
  * device waits are off (PEs sharing a GPU without MPS, see shmemx_dev_why())
  * they refuse with the barriers' one line, then trap.
  *
@@ -176,6 +180,40 @@ SHMEMX_DEV_FN void ushmemi_dev_no_overlap(const shmemx_dev_t &d, G g, const void
     ushmemi_dev_trap();
 }
 
+/* ---- staged small collectives ----
+ * Where every member's share fits a stage buffer (n_pes * bytes <=
+ * SHMEMX_DEV_STAGE_BYTES), alltoall, fcollect, broadcast and the reductions
+ * skip the entry sync: the members push into a stage buffer of the team's
+ * slot in each other's sync area (never into dest), one barrier (quiet, then
+ * sync) makes every push visible, and each PE copies or reduces its own stage
+ * into its dest. Each slot has two buffers, picked by the parity of the
+ * slot's barrier epoch at entry. A PE pushes into a peer's buffer b at entry
+ * epoch e, having seen every member reach barrier e; the peer read buffer b
+ * last in a call of entry epoch e - 2 or earlier, before it entered barrier
+ * e - 1 or later, so no push overtakes a read. Every member takes the same
+ * path (the team and the byte count are the same on every member), so the
+ * epochs stay in step. */
+
+/* This call's stage buffer (a symmetric address: the sync area is in the
+ * heap), after the checks the barrier makes and a sync of g (the previous
+ * barrier's epoch store, rank 0's after its last sync, is then seen by all). */
+template <typename G>
+SHMEMX_DEV_FN char *ushmemi_dev_stage(const shmemx_dev_t &d, G g, const char *call)
+{
+    ushmemi_dev_barrier_check(d, false, call);
+    g.sync();
+    uint64_t e =
+        *((volatile uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot);
+    return (char *)(uintptr_t)(d.sync + SHMEMX_DEV_STAGE_OFF) +
+           ((size_t)(unsigned)d.team_slot * 2 + (size_t)(e & 1)) * SHMEMX_DEV_STAGE_BYTES;
+}
+
+/* Whether shares blocks of nb bytes fit a stage buffer. */
+SHMEMX_DEV_FN bool ushmemi_dev_staged(size_t nb, int shares)
+{
+    return nb <= SHMEMX_DEV_STAGE_BYTES / (unsigned)shares;
+}
+
 /* ---- data movement ---- */
 
 struct ushmemi_dev_job_alltoall {
@@ -231,8 +269,19 @@ template <typename G>
 SHMEMX_DEV_FN int ushmemi_dev_alltoall(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                        size_t nb, const char *call)
 {
+    const size_t all = nb * (size_t)d.n_pes;
+    if (ushmemi_dev_staged(nb, d.n_pes)) {
+        char *stage = ushmemi_dev_stage(d, g, call);
+        ushmemi_dev_no_overlap(d, g, dest, all, src, all, "", call);
+        ushmemi_dev_push(d, g, ushmemi_dev_job_alltoall{stage, (const char *)src, nb, d.my_pe},
+                         call);
+        ushmemi_dev_barrier(d, g, true, false, call);
+        ushmemi_dev_copy<false>(g, dest, stage, all);
+        g.sync();
+        return 0;
+    }
     ushmemi_dev_coll_enter(d, g, call);
-    ushmemi_dev_no_overlap(d, g, dest, nb * (size_t)d.n_pes, src, nb * (size_t)d.n_pes, "", call);
+    ushmemi_dev_no_overlap(d, g, dest, all, src, all, "", call);
     ushmemi_dev_push(d, g, ushmemi_dev_job_alltoall{(char *)dest, (const char *)src, nb, d.my_pe},
                      call);
     ushmemi_dev_coll_leave(d, g, true, call);
@@ -245,6 +294,15 @@ SHMEMX_DEV_FN int ushmemi_dev_broadcast(const shmemx_dev_t &d, G g, void *dest, 
                                         size_t nb, int root, const char *call)
 {
     (void)ushmemi_dev_world(d, root, call); /* in range */
+    if (ushmemi_dev_staged(nb, 1)) {        /* the root pushes */
+        char *stage = ushmemi_dev_stage(d, g, call);
+        ushmemi_dev_push(
+            d, g, ushmemi_dev_job_one{stage, (const char *)src, d.my_pe == root ? nb : 0}, call);
+        ushmemi_dev_barrier(d, g, true, false, call);
+        ushmemi_dev_copy<false>(g, dest, stage, nb);
+        g.sync();
+        return 0;
+    }
     ushmemi_dev_coll_enter(d, g, call);
     ushmemi_dev_pull(d, g, dest, src, nb, root, call);
     ushmemi_dev_coll_leave(d, g, false, call);
@@ -256,8 +314,19 @@ template <typename G>
 SHMEMX_DEV_FN int ushmemi_dev_fcollect(const shmemx_dev_t &d, G g, void *dest, const void *src,
                                        size_t nb, const char *call)
 {
-    ushmemi_dev_coll_enter(d, g, call);
     char *mine = (char *)dest + (size_t)d.my_pe * nb;
+    if (ushmemi_dev_staged(nb, d.n_pes)) {
+        char *stage = ushmemi_dev_stage(d, g, call);
+        if ((const char *)src != mine)
+            ushmemi_dev_no_overlap(d, g, dest, nb * (size_t)d.n_pes, src, nb, "", call);
+        ushmemi_dev_push(
+            d, g, ushmemi_dev_job_one{stage + (size_t)d.my_pe * nb, (const char *)src, nb}, call);
+        ushmemi_dev_barrier(d, g, true, false, call);
+        ushmemi_dev_copy<false>(g, dest, stage, nb * (size_t)d.n_pes);
+        g.sync();
+        return 0;
+    }
+    ushmemi_dev_coll_enter(d, g, call);
     if ((const char *)src != mine)
         ushmemi_dev_no_overlap(d, g, dest, nb * (size_t)d.n_pes, src, nb, "", call);
     ushmemi_dev_push(d, g, ushmemi_dev_job_one{mine, (const char *)src, nb}, call);
@@ -462,6 +531,31 @@ SHMEMX_DEV_FN void ushmemi_dev_reduce_span(const shmemx_dev_t &d, G g, T *dest, 
     }
 }
 
+/* dest[i] = op over j of stage[j * nelems + i] (member j's share, in team
+ * order: every member gets the same result, floating point included). */
+template <typename Op, typename T, typename G>
+SHMEMX_DEV_FN void ushmemi_dev_reduce_stage(G g, T *dest, const T *stage, size_t nelems, int n)
+{
+    for (size_t i = g.rank(); i < nelems; i += g.size()) {
+        T acc = stage[i];
+        for (int j = 1; j < n; j++)
+            acc = Op::apply(acc, stage[(size_t)j * nelems + i]);
+        dest[i] = acc;
+    }
+}
+
+/* The staged reductions: the members' shares (job) into the stage, a barrier,
+ * then this PE's nelems results from it. */
+template <typename Op, typename T, typename G, typename J>
+SHMEMX_DEV_FN void ushmemi_dev_reduce_staged(const shmemx_dev_t &d, G g, char *stage, T *dest,
+                                             size_t nelems, const J &job, const char *call)
+{
+    ushmemi_dev_push(d, g, job, call);
+    ushmemi_dev_barrier(d, g, true, false, call);
+    ushmemi_dev_reduce_stage<Op>(g, dest, (const T *)stage, nelems, d.n_pes);
+    g.sync();
+}
+
 template <typename Op, typename T> SHMEMX_DEV_FN void ushmemi_dev_reduce_types(void)
 {
     static_assert(ushmemi_dev_arith<T>::ok,
@@ -480,6 +574,16 @@ SHMEMX_DEV_FN int ushmemi_dev_reduce(const shmemx_dev_t &d, G g, T *dest, const 
 {
     ushmemi_dev_reduce_types<Op, T>();
     size_t nb = nreduce * sizeof(T);
+    if (ushmemi_dev_staged(nb, d.n_pes)) {
+        char *stage = ushmemi_dev_stage(d, g, call);
+        if (dest != src)
+            ushmemi_dev_no_overlap(d, g, dest, nb, src, nb, " (they may only be the same array)",
+                                   call);
+        ushmemi_dev_reduce_staged<Op>(
+            d, g, stage, dest, nreduce,
+            ushmemi_dev_job_one{stage + (size_t)d.my_pe * nb, (const char *)src, nb}, call);
+        return 0;
+    }
     ushmemi_dev_coll_enter(d, g, call);
     if (dest != src)
         ushmemi_dev_no_overlap(d, g, dest, nb, src, nb, " (they may only be the same array)", call);
@@ -509,9 +613,17 @@ SHMEMX_DEV_FN int ushmemi_dev_reduce_scatter(const shmemx_dev_t &d, G g, T *dest
                                              size_t nreduce, const char *call)
 {
     ushmemi_dev_reduce_types<Op, T>();
+    const size_t nb = nreduce * sizeof(T);
+    if (ushmemi_dev_staged(nb, d.n_pes)) { /* member j's block j into its stage */
+        char *stage = ushmemi_dev_stage(d, g, call);
+        ushmemi_dev_no_overlap(d, g, dest, nb, src, nb * (size_t)d.n_pes, "", call);
+        ushmemi_dev_reduce_staged<Op>(
+            d, g, stage, dest, nreduce,
+            ushmemi_dev_job_alltoall{stage, (const char *)src, nb, d.my_pe}, call);
+        return 0;
+    }
     ushmemi_dev_coll_enter(d, g, call);
-    ushmemi_dev_no_overlap(d, g, dest, nreduce * sizeof(T), src,
-                           nreduce * sizeof(T) * (size_t)d.n_pes, "", call);
+    ushmemi_dev_no_overlap(d, g, dest, nb, src, nb * (size_t)d.n_pes, "", call);
     ushmemi_dev_reduce_span<Op>(d, g, dest, src + (size_t)d.my_pe * nreduce, nreduce, call);
     ushmemi_dev_coll_leave(d, g, false, call);
     return 0;

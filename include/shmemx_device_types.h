@@ -54,7 +54,7 @@ typedef unsigned long long uintptr_t;
 #define SHMEMX_DEV_SIGNAL_ADD 1
 
 /* Layout of the device sync area, at heap_base + SHMEMX_DEV_SYNC_OFFSET of
- * every PE (inside the device heap's reserved first MiB, same offsets on every
+ * every PE (inside the device heap's internal region, same offsets on every
  * PE):
  *   epoch[s]      this PE's completed device barriers on team slot s
  *   inbox[s][i]   the epoch team member i reached in its latest barrier on s
@@ -63,7 +63,9 @@ typedef unsigned long long uintptr_t;
  *                 starts (shmemx_device_wait.cuh)
  *   scan[s][r]    the device collect's prefix-sum cells on slot s: round r's
  *                 partial sum + 1, 0 when empty; the last word hands the
- *                 result to the calling group (shmemx_device_coll.cuh) */
+ *                 result to the calling group (shmemx_device_coll.cuh)
+ *   stage[s][b]   two buffers per slot that small device collectives push
+ *                 into (b: the parity of the slot's epoch at their entry) */
 #define SHMEMX_DEV_SYNC_OFFSET  ((uint64_t)128 << 10)
 #define SHMEMX_DEV_TEAM_SLOTS   256
 #define SHMEMX_DEV_BARRIER_MAX  128 /* team members a device barrier supports */
@@ -74,8 +76,11 @@ typedef unsigned long long uintptr_t;
 #define SHMEMX_DEV_SCAN_WORDS   8 /* per slot: log2(SHMEMX_DEV_BARRIER_MAX) rounds + 1 */
 #define SHMEMX_DEV_SCAN_OFF                                                                        \
     (SHMEMX_DEV_INBOX_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_BARRIER_MAX * 8)
-#define SHMEMX_DEV_SYNC_SIZE                                                                       \
+#define SHMEMX_DEV_STAGE_OFF                                                                       \
     (SHMEMX_DEV_SCAN_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_SCAN_WORDS * 8)
+#define SHMEMX_DEV_STAGE_BYTES 8192 /* per buffer */
+#define SHMEMX_DEV_SYNC_SIZE                                                                       \
+    (SHMEMX_DEV_STAGE_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * 2 * SHMEMX_DEV_STAGE_BYTES)
 
 typedef struct shmemx_dev {
     uint32_t magic;       /* SHMEMX_DEV_MAGIC: a zeroed handle traps instead of writing */

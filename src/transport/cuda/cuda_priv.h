@@ -11,8 +11,10 @@
 #include "transport/cuda/kernels_abi.h"
 
 /* Internal region at the start of every device heap (same layout on every
- * PE), then the user arena. */
-#define USHMEMI_CUDA_INTERNAL_SIZE ((size_t)1 << 20)
+ * PE; device_api.c: stream-sync counters, the peer table, the device sync
+ * area with its collective stage buffers, the proxy ring's words), then the
+ * user arena. */
+#define USHMEMI_CUDA_INTERNAL_SIZE ((size_t)6 << 20)
 #define USHMEMI_CUDA_HEAP_ALIGN    256
 /* Most PEs a job with device heaps may have: recv[] (below) and the device
  * API's peer table each take 8 bytes per PE of the internal region. */

@@ -18,7 +18,8 @@
 #include "transport/cuda/cuda_priv.h"
 
 /* The internal region of the device heap: [0, 64K) stream-sync counters,
- * [64K, 128K) the world peer table kernels read, then the device sync area. */
+ * [64K, 128K) the world peer table kernels read, then the device sync area
+ * (with the stage buffers, about 4.4 MiB), from 5 MiB the ring's words. */
 #define PEER_TABLE_OFF ((size_t)64 << 10)
 _Static_assert(SHMEMX_DEV_SYNC_OFFSET >= PEER_TABLE_OFF + 8 * USHMEMI_CUDA_MAX_PES,
                "peer table overlaps the device sync area");
@@ -34,7 +35,7 @@ _Static_assert(SHMEMX_DEV_CMP_GE == SHMEM_CMP_GE && SHMEMX_DEV_CMP_LE == SHMEM_C
 
 /* The reverse-offload ring's words in device memory (internal region): head
  * and free_cache on lines of their own, then the descriptor kernels read. */
-#define RING_OFF ((size_t)512 << 10)
+#define RING_OFF ((size_t)5 << 20)
 _Static_assert(RING_OFF >= SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_SYNC_SIZE &&
                    RING_OFF + 128 + sizeof(ushmemi_dev_ring_t) <= USHMEMI_CUDA_INTERNAL_SIZE,
                "ring words overlap the internal region's other parts");
