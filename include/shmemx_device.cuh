@@ -1632,59 +1632,6 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier_check(const shmemx_dev_t &d, bool world, 
         ushmemi_dev_trap();
     }
 }
-/* One thread's half of a round: its fence (sc where it quiets, acq_rel
- * where it only syncs; GPU scope where every PE is on this GPU), then value e
- * into the word at sync-area offset off + 8 * my_pe of every other member,
- * relaxed (through the proxy for a member on another host). */
-SHMEMX_DEV_FN void ushmemi_dev_post(const shmemx_dev_t &d, uint64_t off, uint64_t e, bool quiet,
-                                    const char *call)
-{
-    const bool one_gpu = (d.flags & SHMEMX_DEV_F_ONE_GPU) != 0;
-    const uint64_t word = SHMEMX_DEV_SYNC_OFFSET + off + 8 * (uint64_t)d.my_pe; /* heap offset */
-    if (quiet && one_gpu) {
-        ushmemi_dev_fence_sc_gpu();
-    } else if (quiet) {
-        ushmemi_dev_fence_sc();
-        ushmemi_dev_proxy_quiet(d, call);
-    } else if (one_gpu) {
-        ushmemi_dev_fence_acq_rel_gpu();
-    } else {
-        ushmemi_dev_fence_acq_rel();
-    }
-    for (int j = 0; j < d.n_pes; j++) {
-        if (j == d.my_pe)
-            continue;
-        int w = d.team_start + j * d.team_stride;
-        uint64_t base = ushmemi_dev_base(d, w);
-        if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
-            (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8, d.heap_base + word, e, 0,
-                                        false, call);
-            continue;
-        }
-        if (base == 0) {
-            printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
-                   d.world_pe, call, j);
-            ushmemi_dev_trap();
-        }
-        ushmemi_dev_st_relaxed64((void *)(uintptr_t)(base + word), e);
-    }
-}
-
-/* Waits (acquire) until this PE's word at sync-area offset off + 8 * j, where
- * member j posts, reaches e (wrap-safe). */
-SHMEMX_DEV_FN void ushmemi_dev_await(const shmemx_dev_t &d, uint64_t off, int j, uint64_t e,
-                                     const char *call)
-{
-    const bool one_gpu = (d.flags & SHMEMX_DEV_F_ONE_GPU) != 0;
-    const uint64_t *p = (const uint64_t *)(uintptr_t)(d.sync + off) + j;
-    uint64_t t0 = 0;
-    for (unsigned polls = 1;
-         (int64_t)((one_gpu ? ushmemi_dev_ld_acquire64_gpu(p) : ushmemi_dev_ld_acquire64(p)) - e) <
-         0;
-         polls++)
-        ushmemi_dev_wait_tick(d, polls, &t0, p, call);
-}
-
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, bool world,
                                        const char *call)
@@ -1694,13 +1641,50 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
     uint64_t *epoch =
         (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
     const uint64_t e = *(volatile uint64_t *)epoch + 1;
-    const uint64_t inbox =
-        SHMEMX_DEV_INBOX_OFF + ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
-    if (g.rank() == 0)
-        ushmemi_dev_post(d, inbox, e, quiet, call);
-    for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size())
-        if (j != d.my_pe)
-            ushmemi_dev_await(d, inbox, j, e, call);
+    uint64_t inbox_off = SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_INBOX_OFF +
+                         ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
+    const uint64_t slot = inbox_off + 8 * (uint64_t)d.my_pe; /* ours in every peer's inbox */
+    const bool one_gpu = (d.flags & SHMEMX_DEV_F_ONE_GPU) != 0;
+    if (g.rank() == 0) {
+        if (quiet && one_gpu) {
+            ushmemi_dev_fence_sc_gpu();
+        } else if (quiet) {
+            ushmemi_dev_fence_sc();
+            ushmemi_dev_proxy_quiet(d, call);
+        } else if (one_gpu) {
+            ushmemi_dev_fence_acq_rel_gpu();
+        } else {
+            ushmemi_dev_fence_acq_rel();
+        }
+        for (int j = 0; j < d.n_pes; j++) {
+            if (j == d.my_pe)
+                continue;
+            int w = d.team_start + j * d.team_stride;
+            uint64_t base = ushmemi_dev_base(d, w);
+            if (base == 0 && d.proxy != 0) { /* another host: the proxy sets the word there */
+                (void)ushmemi_dev_proxy_amo(d, w, USHMEMI_DEV_AMO_SET, 8, d.heap_base + slot, e, 0,
+                                            false, call);
+                continue;
+            }
+            if (base == 0) {
+                printf("ushmem: PE %d: %s: team PE %d's device heap is not mapped on this GPU\n",
+                       d.world_pe, call, j);
+                ushmemi_dev_trap();
+            }
+            ushmemi_dev_st_relaxed64((void *)(uintptr_t)(base + slot), e);
+        }
+    }
+    const uint64_t *mine = (const uint64_t *)(uintptr_t)(d.heap_base + inbox_off);
+    for (int j = (int)g.rank(); j < d.n_pes; j += (int)g.size()) {
+        if (j == d.my_pe)
+            continue;
+        uint64_t t0 = 0;
+        for (unsigned polls = 1; (int64_t)((one_gpu ? ushmemi_dev_ld_acquire64_gpu(mine + j)
+                                                    : ushmemi_dev_ld_acquire64(mine + j)) -
+                                           e) < 0;
+             polls++)
+            ushmemi_dev_wait_tick(d, polls, &t0, mine + j, call);
+    }
     g.sync();
     if (g.rank() == 0)
         *(volatile uint64_t *)epoch = e;

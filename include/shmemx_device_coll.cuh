@@ -20,11 +20,10 @@
  * add one sync between their two phases. Small alltoall, broadcast, fcollect
  * and reductions (every member's share fits a stage buffer, 8 KiB in all)
  * instead push into the team's stage buffers and need only the final barrier
- * (see "staged small collectives" below), and alltoallv always does: small
- * pieces through the stage, others straight into dest once its owner posted
- * its entry. The guarantees are the same. Collectives wait on the device:
- * where device waits are off (PEs sharing a GPU without MPS, see
- * shmemx_dev_why()) they refuse with the barriers' one line, then trap.
+ * (see "staged small collectives" below); the guarantees are the same.
+ * Collectives wait on the device: where
+ * device waits are off (PEs sharing a GPU without MPS, see shmemx_dev_why())
+ * they refuse with the barriers' one line, then trap.
  *
  * Data: alltoall, alltoallv, fcollect, collect and the second phase of large
  * reductions push (stores through the peer's mapping; a peer whose heap is not
@@ -199,15 +198,12 @@ SHMEMX_DEV_FN void ushmemi_dev_no_overlap(const shmemx_dev_t &d, G g, const void
  * heap), after the checks the barrier makes and a sync of g (the previous
  * barrier's epoch store, rank 0's after its last sync, is then seen by all). */
 template <typename G>
-SHMEMX_DEV_FN char *ushmemi_dev_stage(const shmemx_dev_t &d, G g, const char *call,
-                                      uint64_t *epoch = 0)
+SHMEMX_DEV_FN char *ushmemi_dev_stage(const shmemx_dev_t &d, G g, const char *call)
 {
     ushmemi_dev_barrier_check(d, false, call);
     g.sync();
     uint64_t e =
         *((volatile uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot);
-    if (epoch)
-        *epoch = e;
     return (char *)(uintptr_t)(d.sync + SHMEMX_DEV_STAGE_OFF) +
            ((size_t)(unsigned)d.team_slot * 2 + (size_t)(e & 1)) * SHMEMX_DEV_STAGE_BYTES;
 }
@@ -242,6 +238,18 @@ struct ushmemi_dev_job_one { /* the same bytes to every member (fcollect, collec
         *d = dest;
         *s = src;
         *n = nb;
+    }
+};
+struct ushmemi_dev_job_alltoallv {
+    char *dest;
+    const char *src;
+    const size_t *doff, *soff, *count;
+    size_t es;
+    __device__ __forceinline__ void at(int pe, void **d, const void **s, size_t *n) const
+    {
+        *d = dest + doff[pe] * es;
+        *s = src + soff[pe] * es;
+        *n = count[pe] * es;
     }
 };
 struct ushmemi_dev_job_share { /* this PE's part of dest to the others (reductions) */
@@ -376,84 +384,17 @@ SHMEMX_DEV_FN int ushmemi_dev_collect(const shmemx_dev_t &d, G g, void *dest, co
 }
 
 /* Member p's dest[doff[p] ...] gets count[p] elements of es bytes from this
- * PE's source[soff[p] ...]. Staged, with no entry sync: the stage buffer has
- * a slot of (8 KiB / n_pes, a multiple of 16) bytes per sender, a 16-byte
- * header (dest offset, bytes) and then the data of a piece that fits. A piece
- * that does not fit goes straight into the peer's dest once the peer has
- * posted its entry (entry[s][me]: every member posts it first thing, behind a
- * fence that orders its earlier use of dest); the header then says 0 bytes.
- * After the exit barrier each PE copies the staged pieces from its slots
- * into its dest. Every member takes this path whatever its counts, and posts
- * and waits only on words of its own call (epoch + 1), so the members stay in
- * step with one barrier per call. */
+ * PE's source[soff[p] ...]. */
 template <typename G>
 SHMEMX_DEV_FN int ushmemi_dev_alltoallv(const shmemx_dev_t &d, G g, void *dest, const size_t *doff,
                                         const void *src, const size_t *soff, const size_t *count,
                                         size_t es, const char *call)
 {
-    uint64_t e;
-    char *stage = ushmemi_dev_stage(d, g, call, &e);
-    const int n = d.n_pes, me = d.my_pe;
-    const size_t slot = (SHMEMX_DEV_STAGE_BYTES / (unsigned)n) & ~(size_t)15, cap = slot - 16;
-    const uint64_t entry =
-        SHMEMX_DEV_ENTRY_OFF + (uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX * 8;
-    if (g.rank() == 0)
-        ushmemi_dev_post(d, entry, e + 1, false, call);      /* our dest may be written from now */
-    uint64_t *hdr = (uint64_t *)(stage + (size_t)me * slot); /* our slot in every member's stage */
-    int part, nparts;
-    ushmemi_dev_part sub = ushmemi_dev_split(g, n, &part, &nparts);
-    for (int k = part; k < n; k += nparts) { /* mapped members: parts of g at once */
-        int pe = me + 1 + k < n ? me + 1 + k : me + 1 + k - n, w;
-        const size_t nb = count[pe] * es, at = doff[pe] * es;
-        const char *from = (const char *)src + soff[pe] * es;
-        if (pe == me) {
-            if (nb)
-                ushmemi_dev_copy<false>(sub, (char *)dest + at, from, nb);
-            continue;
-        }
-        if (d.proxy && !ushmemi_dev_mapped(d, pe))
-            continue; /* below (with no proxy, the route traps: every member is mapped) */
-        if (nb && nb <= cap) {
-            ushmemi_dev_check_sym(d, (char *)dest + at, nb, call);
-            ushmemi_dev_copy<true>(sub, ushmemi_dev_route(d, hdr + 2, nb, pe, call, &w), from, nb);
-        } else if (nb) {
-            ushmemi_dev_await(d, entry, pe, e + 1, call); /* every thread of the part */
-            ushmemi_dev_copy<true>(sub, ushmemi_dev_route(d, (char *)dest + at, nb, pe, call, &w),
-                                   from, nb);
-        }
-        if (sub.rank() == 0) {
-            ushmemi_dev_signal(d, hdr, at, SHMEMX_DEV_SIGNAL_SET, pe, true, call);
-            ushmemi_dev_signal(d, hdr + 1, nb <= cap ? nb : 0, SHMEMX_DEV_SIGNAL_SET, pe, true,
-                               call);
-        }
-    }
-    if (d.proxy) /* members on other hosts: the whole group, through the proxy */
-        for (int pe = 0; pe < n; pe++) {
-            if (pe == me || ushmemi_dev_mapped(d, pe))
-                continue;
-            const int w = d.team_start + pe * d.team_stride;
-            const size_t nb = count[pe] * es, at = doff[pe] * es;
-            const char *from = (const char *)src + soff[pe] * es;
-            if (nb && nb > cap) {
-                ushmemi_dev_await(d, entry, pe, e + 1, call);
-                ushmemi_dev_proxy_put(d, g, (char *)dest + at, from, nb, w, true, call);
-            } else if (nb) {
-                ushmemi_dev_proxy_put(d, g, hdr + 2, from, nb, w, true, call);
-            }
-            if (g.rank() == 0) {
-                ushmemi_dev_signal(d, hdr, at, SHMEMX_DEV_SIGNAL_SET, pe, true, call);
-                ushmemi_dev_signal(d, hdr + 1, nb <= cap ? nb : 0, SHMEMX_DEV_SIGNAL_SET, pe, true,
-                                   call);
-            }
-        }
-    ushmemi_dev_barrier(d, g, true, false, call); /* every piece and header arrived */
-    for (int k = part; k < n; k += nparts) {
-        int j = me + 1 + k < n ? me + 1 + k : me + 1 + k - n;
-        const uint64_t *h = (const uint64_t *)(stage + (size_t)j * slot);
-        if (j != me && h[1])
-            ushmemi_dev_copy<false>(sub, (char *)dest + h[0], h + 2, (size_t)h[1]);
-    }
-    g.sync();
+    ushmemi_dev_coll_enter(d, g, call);
+    ushmemi_dev_push(
+        d, g, ushmemi_dev_job_alltoallv{(char *)dest, (const char *)src, doff, soff, count, es},
+        call);
+    ushmemi_dev_coll_leave(d, g, true, call);
     return 0;
 }
 

@@ -65,9 +65,7 @@ typedef unsigned long long uintptr_t;
  *                 partial sum + 1, 0 when empty; the last word hands the
  *                 result to the calling group (shmemx_device_coll.cuh)
  *   stage[s][b]   two buffers per slot that small device collectives push
- *                 into (b: the parity of the slot's epoch at their entry)
- *   entry[s][i]   the epoch + 1 at which team member i last entered a device
- *                 alltoallv on s (its dest may be written from then on) */
+ *                 into (b: the parity of the slot's epoch at their entry) */
 #define SHMEMX_DEV_SYNC_OFFSET  ((uint64_t)128 << 10)
 #define SHMEMX_DEV_TEAM_SLOTS   256
 #define SHMEMX_DEV_BARRIER_MAX  128 /* team members a device barrier supports */
@@ -81,10 +79,8 @@ typedef unsigned long long uintptr_t;
 #define SHMEMX_DEV_STAGE_OFF                                                                       \
     (SHMEMX_DEV_SCAN_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_SCAN_WORDS * 8)
 #define SHMEMX_DEV_STAGE_BYTES 8192 /* per buffer */
-#define SHMEMX_DEV_ENTRY_OFF                                                                       \
-    (SHMEMX_DEV_STAGE_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * 2 * SHMEMX_DEV_STAGE_BYTES)
 #define SHMEMX_DEV_SYNC_SIZE                                                                       \
-    (SHMEMX_DEV_ENTRY_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * SHMEMX_DEV_BARRIER_MAX * 8)
+    (SHMEMX_DEV_STAGE_OFF + (uint64_t)SHMEMX_DEV_TEAM_SLOTS * 2 * SHMEMX_DEV_STAGE_BYTES)
 
 typedef struct shmemx_dev {
     uint32_t magic;       /* SHMEMX_DEV_MAGIC: a zeroed handle traps instead of writing */

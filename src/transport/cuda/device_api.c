@@ -19,7 +19,7 @@
 
 /* The internal region of the device heap: [0, 64K) stream-sync counters,
  * [64K, 128K) the world peer table kernels read, then the device sync area
- * (with the stage buffers, about 4.6 MiB), from 5 MiB the ring's words. */
+ * (with the stage buffers, about 4.4 MiB), from 5 MiB the ring's words. */
 #define PEER_TABLE_OFF ((size_t)64 << 10)
 _Static_assert(SHMEMX_DEV_SYNC_OFFSET >= PEER_TABLE_OFF + 8 * USHMEMI_CUDA_MAX_PES,
                "peer table overlaps the device sync area");
@@ -294,10 +294,6 @@ void ushmemi_cuda_dev_team_reset(int slot)
         ushmemi_cu.cuMemsetD8Async(sync + SHMEMX_DEV_EPOCH_OFF + 8 * (size_t)slot, 0, 8, u->stream),
         "shmem_team_destroy");
     CU_CHECK(ushmemi_cu.cuMemsetD8Async(sync + SHMEMX_DEV_INBOX_OFF +
-                                            (size_t)slot * SHMEMX_DEV_BARRIER_MAX * 8,
-                                        0, SHMEMX_DEV_BARRIER_MAX * 8, u->stream),
-             "shmem_team_destroy");
-    CU_CHECK(ushmemi_cu.cuMemsetD8Async(sync + SHMEMX_DEV_ENTRY_OFF +
                                             (size_t)slot * SHMEMX_DEV_BARRIER_MAX * 8,
                                         0, SHMEMX_DEV_BARRIER_MAX * 8, u->stream),
              "shmem_team_destroy");
