@@ -42,16 +42,17 @@ static const char *const c_name[C_COUNT] = {"alltoall", "broadcast", "fcollect",
 
 #define DEVH const SHMEMX_GRID_CONSTANT shmemx_dev_t
 
-// iters collectives of kind c, b bytes per PE, back to back on the same buffers.
+// iters collectives of kind C, b bytes per PE, back to back on the same buffers:
+// one kernel per collective, as a program calls one (one kernel holding all
+// five needed over 128 registers a thread and spilled).
 // off: alltoallv's offsets and counts in bytes (3 x npes: dest, source, count).
-// (launch bounds: the reductions inlined with the rest need more than 128
-// registers a thread otherwise, and 512 threads would not fit an SM)
+template <int C>
 __global__ void __launch_bounds__(kBlock)
-    k_coll(DEVH d, int c, char *dst, const char *src, size_t b, const size_t *off, int iters)
+    k_coll(DEVH d, char *dst, const char *src, size_t b, const size_t *off, int iters)
 {
     const int n = shmemx_dev_n_pes(d);
     for (int i = 0; i < iters; i++) {
-        switch (c) {
+        switch (C) {
         case C_ALLTOALL: shmemx_dev_alltoallmem_block(d, dst, src, b); break;
         case C_BROADCAST: shmemx_dev_broadcastmem_block(d, dst, src, b, 0); break;
         case C_FCOLLECT: shmemx_dev_fcollectmem_block(d, dst, src, b); break;
@@ -88,8 +89,12 @@ __global__ void k_fill(char *src, size_t bytes, int p, int c)
 static void launch(int c, char *dst, const char *src, size_t b, const size_t *off, int iters,
                    shmemx_dev_t *d)
 {
-    void *args[] = {(void *)d, &c, &dst, &src, &b, &off, &iters};
-    if (shmemx_collective_launch(k_coll, dim3(1), dim3(kBlock), args, 0, g_s) != 0)
+    void *args[] = {(void *)d, &dst, &src, &b, &off, &iters};
+    static const void *const kernels[C_COUNT] = {
+        (const void *)k_coll<C_ALLTOALL>, (const void *)k_coll<C_BROADCAST>,
+        (const void *)k_coll<C_FCOLLECT>, (const void *)k_coll<C_SUM>,
+        (const void *)k_coll<C_ALLTOALLV>};
+    if (shmemx_collective_launch(kernels[c], dim3(1), dim3(kBlock), args, 0, g_s) != 0)
         die("shmemx_collective_launch failed");
 }
 

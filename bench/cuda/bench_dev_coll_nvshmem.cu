@@ -74,13 +74,13 @@ static const char *const c_name[C_COUNT] = {"alltoall", "broadcast", "fcollect",
 
 // (launch bounds: 512 threads fit an SM only at <= 128 registers a thread;
 // NVSHMEM 3.4.5's broadcastmem_block takes no root in device code: the typed
-// char form does)
-__global__ void __launch_bounds__(kBlock)
-    k_coll(int c, char *dst, const char *src, size_t b, int iters)
+// char form does). One kernel per collective, as in bench_dev_coll.cu.
+template <int C>
+__global__ void __launch_bounds__(kBlock) k_coll(char *dst, const char *src, size_t b, int iters)
 {
     const int me = nvshmem_my_pe(), n = nvshmem_n_pes();
     for (int i = 0; i < iters; i++) {
-        switch (c) {
+        switch (C) {
         case C_ALLTOALL: nvshmemx_alltoallmem_block(NVSHMEM_TEAM_WORLD, dst, src, b); break;
         case C_BROADCAST: nvshmemx_char_broadcast_block(NVSHMEM_TEAM_WORLD, dst, src, b, 0); break;
         case C_FCOLLECT: nvshmemx_fcollectmem_block(NVSHMEM_TEAM_WORLD, dst, src, b); break;
@@ -127,8 +127,12 @@ static bool g_root_untouched_said;
 
 static void launch(int c, char *dst, const char *src, size_t b, int iters)
 {
-    void *args[] = {&c, &dst, &src, &b, &iters};
-    int rc = nvshmemx_collective_launch((const void *)k_coll, dim3(1), dim3(kBlock), args, 0, g_s);
+    void *args[] = {&dst, &src, &b, &iters};
+    static const void *const kernels[C_COUNT] = {
+        (const void *)k_coll<C_ALLTOALL>, (const void *)k_coll<C_BROADCAST>,
+        (const void *)k_coll<C_FCOLLECT>, (const void *)k_coll<C_SUM>,
+        (const void *)k_coll<C_ALLTOALLV>};
+    int rc = nvshmemx_collective_launch(kernels[c], dim3(1), dim3(kBlock), args, 0, g_s);
     if (rc != 0)
         die("nvshmemx_collective_launch failed");
 }
