@@ -14,6 +14,7 @@ CMP_GT: ComparisonType
 CMP_LE: ComparisonType
 CMP_LT: ComparisonType
 CMP_NE: ComparisonType
+DEV_F_ONE_GPU: int
 DEV_F_PEER_ATOMICS: int
 DEV_F_TIMESLICED: int
 DEV_F_WAIT_OK: int
@@ -70,6 +71,8 @@ class DeviceHandle(ctypes.Structure):
     """shmemx_dev_t: the handle a kernel takes by value (see include/shmemx_device.cuh)."""
     def __init__(self, *args, **kwargs) -> None: ...
     def bytes(self) -> Any: ...
+    @property
+    def one_gpu(self) -> Any: ...
     def peer_address(self, addr, pe) -> Any: ...
     @property
     def peer_atomics(self) -> Any: ...

@@ -19,12 +19,21 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 [ $rc -ne 0 ] || bad "the job exited 0"
 [ $((SECONDS - t0)) -lt 100 ] || bad "the job took $((SECONDS - t0)) s (the wait did not time out?)"
+# Under MPS (USHRUN_MPS=1) the first PE's trap also ends the other PE's kernel
+# (cudaErrorLaunchFailure) before its own wait times out, about one run in
+# three on an H100: there one line is enough, and every host must still see its
+# kernel fail.
+lines=0
 for pe in 0 1; do
-  n=$(grep -c "PE $pe: shmemx_dev_wait_until_any: waited more than 1 s" <<<"$out")
-  [ "$n" -ge 1 ] || bad "PE $pe printed no timeout line naming shmemx_dev_wait_until_any"
+  if grep -q "PE $pe: shmemx_dev_wait_until_any: waited more than 1 s" <<<"$out"; then
+    lines=$((lines + 1))
+  elif [ "${USHRUN_MPS:-0}" != 1 ]; then
+    bad "PE $pe printed no timeout line naming shmemx_dev_wait_until_any"
+  fi
   grep -q "PE $pe: TIMEOUT: cudaStreamSynchronize returned" <<<"$out" ||
     bad "PE $pe: the host did not see the kernel fail"
 done
+[ $lines -ge 1 ] || bad "no PE printed a timeout line naming shmemx_dev_wait_until_any"
 if [ $fail -ne 0 ]; then
   echo "--- output (exit $rc) ---"
   echo "$out" | head -40
