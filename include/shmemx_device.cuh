@@ -139,6 +139,11 @@ SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_acquire64(const volatile void *p)
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+/* The barriers' acquire: GPU scope where gpu (SHMEMX_DEV_F_ONE_GPU), else system. */
+SHMEMX_DEV_FN uint64_t ushmemi_dev_ld_acquire64_scoped(const volatile void *p, bool gpu)
+{
+    return gpu ? ushmemi_dev_ld_acquire64_gpu(p) : ushmemi_dev_ld_acquire64(p);
+}
 SHMEMX_DEV_FN uint32_t ushmemi_dev_ld_acquire32(const volatile void *p)
 {
     uint32_t v;
@@ -1598,23 +1603,8 @@ SHMEMX_DEV_FN int shmemx_dev_test(const shmemx_dev_t &d, T *ivar, int cmp, T val
     return ushmemi_dev_cmp(ushmemi_dev_load_acquire(ivar), cmp, value) ? 1 : 0;
 }
 
-/* ---- barriers ----
- * One round: every member stores its new epoch into each peer's inbox slot
- * for it, then waits until its own inbox shows every peer's (acquire). The
- * group's rank 0 makes the stores, after one fence of its own that follows
- * the group's sync: fence.sc.sys where the barrier quiets, fence.acq_rel.sys
- * where it only syncs. That fence and its relaxed stores are a release of
- * everything the group did before the sync (the fence is cumulative over
- * what the sync made rank 0 observe), as NVSHMEM's barrier does it; a release
- * store per peer cost one more fence per store in the thread form (n - 1 per
- * barrier) and a second one after the quiet's in the group forms.
- * Where every PE of the job is on this GPU and mapped here (SHMEMX_DEV_F_ONE_GPU,
- * set by the host unless USHMEM_DEVICE_SCOPE=sys), the fence and the polls are
- * GPU-scope: every store any PE can have made to the heap lands in this GPU's
- * L2, where the .gpu fence orders it (CUDA's __threadfence: "observed by all
- * threads in the device"), and a .sys fence cost 1.5-1.7 us at 4 PEs under MPS.
- * The epoch only grows (wrap-safe compare), so nothing is reset between
- * barriers or CUDA graph replays. One group per PE takes part in each call. */
+/* ---- barriers ---- */
+
 /* Traps (one line) unless this PE may run a device barrier on the handle's team:
  * device waits allowed, the world handle where world is asked for, a valid slot. */
 SHMEMX_DEV_FN void ushmemi_dev_barrier_check(const shmemx_dev_t &d, bool world, const char *call)
@@ -1632,15 +1622,38 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier_check(const shmemx_dev_t &d, bool world, 
         ushmemi_dev_trap();
     }
 }
+
+/* This PE's epoch word of the handle's team slot: its completed device
+ * barriers there (written by the group's rank 0 after a barrier's last sync). */
+SHMEMX_DEV_FN volatile uint64_t *ushmemi_dev_epoch(const shmemx_dev_t &d)
+{
+    return (volatile uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
+}
+
+/* One round: every member stores its new epoch into each peer's inbox slot
+ * for it, then waits until its own inbox shows every peer's (acquire). The
+ * group's rank 0 makes the stores, after one fence of its own that follows
+ * the group's sync: fence.sc.sys where the barrier quiets, fence.acq_rel.sys
+ * where it only syncs. That fence and its relaxed stores are a release of
+ * everything the group did before the sync (the fence is cumulative over
+ * what the sync made rank 0 observe), as NVSHMEM's barrier does it; a release
+ * store per peer cost one more fence per store in the thread form (n - 1 per
+ * barrier) and a second one after the quiet's in the group forms.
+ * Where every PE of the job is on this GPU and mapped here (SHMEMX_DEV_F_ONE_GPU,
+ * set by the host unless USHMEM_DEVICE_SCOPE=sys), the fence and the polls are
+ * GPU-scope: every store any PE can have made to the heap lands in this GPU's
+ * L2, where the .gpu fence orders it (CUDA's __threadfence: "observed by all
+ * threads in the device"), and a .sys fence cost 1.5-1.7 us at 4 PEs under MPS.
+ * The epoch only grows (wrap-safe compare), so nothing is reset between
+ * barriers or CUDA graph replays. One group per PE takes part in each call. */
 template <typename G>
 SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, bool world,
                                        const char *call)
 {
     ushmemi_dev_barrier_check(d, world, call);
     g.sync();
-    uint64_t *epoch =
-        (uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot;
-    const uint64_t e = *(volatile uint64_t *)epoch + 1;
+    volatile uint64_t *epoch = ushmemi_dev_epoch(d);
+    const uint64_t e = *epoch + 1;
     uint64_t inbox_off = SHMEMX_DEV_SYNC_OFFSET + SHMEMX_DEV_INBOX_OFF +
                          ((uint64_t)(unsigned)d.team_slot * SHMEMX_DEV_BARRIER_MAX) * 8;
     const uint64_t slot = inbox_off + 8 * (uint64_t)d.my_pe; /* ours in every peer's inbox */
@@ -1679,15 +1692,13 @@ SHMEMX_DEV_FN void ushmemi_dev_barrier(const shmemx_dev_t &d, G g, bool quiet, b
         if (j == d.my_pe)
             continue;
         uint64_t t0 = 0;
-        for (unsigned polls = 1; (int64_t)((one_gpu ? ushmemi_dev_ld_acquire64_gpu(mine + j)
-                                                    : ushmemi_dev_ld_acquire64(mine + j)) -
-                                           e) < 0;
-             polls++)
+        for (unsigned polls = 1;
+             (int64_t)(ushmemi_dev_ld_acquire64_scoped(mine + j, one_gpu) - e) < 0; polls++)
             ushmemi_dev_wait_tick(d, polls, &t0, mine + j, call);
     }
     g.sync();
     if (g.rank() == 0)
-        *(volatile uint64_t *)epoch = e;
+        *epoch = e;
 }
 
 /* All PEs (world handle): quiet, then wait until every PE arrived. */

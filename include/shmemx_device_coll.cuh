@@ -202,8 +202,7 @@ SHMEMX_DEV_FN char *ushmemi_dev_stage(const shmemx_dev_t &d, G g, const char *ca
 {
     ushmemi_dev_barrier_check(d, false, call);
     g.sync();
-    uint64_t e =
-        *((volatile uint64_t *)(uintptr_t)(d.sync + SHMEMX_DEV_EPOCH_OFF) + (unsigned)d.team_slot);
+    uint64_t e = *ushmemi_dev_epoch(d);
     return (char *)(uintptr_t)(d.sync + SHMEMX_DEV_STAGE_OFF) +
            ((size_t)(unsigned)d.team_slot * 2 + (size_t)(e & 1)) * SHMEMX_DEV_STAGE_BYTES;
 }
@@ -212,6 +211,18 @@ SHMEMX_DEV_FN char *ushmemi_dev_stage(const shmemx_dev_t &d, G g, const char *ca
 SHMEMX_DEV_FN bool ushmemi_dev_staged(size_t nb, int shares)
 {
     return nb <= SHMEMX_DEV_STAGE_BYTES / (unsigned)shares;
+}
+
+/* The rest of a staged move: the members' pushes (job) into the stage, the
+ * exit barrier, then this PE's n bytes of its stage into dest. */
+template <typename G, typename J>
+SHMEMX_DEV_FN void ushmemi_dev_staged_move(const shmemx_dev_t &d, G g, const J &job, void *dest,
+                                           const char *stage, size_t n, const char *call)
+{
+    ushmemi_dev_push(d, g, job, call);
+    ushmemi_dev_barrier(d, g, true, false, call);
+    ushmemi_dev_copy<false>(g, dest, stage, n);
+    g.sync();
 }
 
 /* ---- data movement ---- */
@@ -273,11 +284,9 @@ SHMEMX_DEV_FN int ushmemi_dev_alltoall(const shmemx_dev_t &d, G g, void *dest, c
     if (ushmemi_dev_staged(nb, d.n_pes)) {
         char *stage = ushmemi_dev_stage(d, g, call);
         ushmemi_dev_no_overlap(d, g, dest, all, src, all, "", call);
-        ushmemi_dev_push(d, g, ushmemi_dev_job_alltoall{stage, (const char *)src, nb, d.my_pe},
-                         call);
-        ushmemi_dev_barrier(d, g, true, false, call);
-        ushmemi_dev_copy<false>(g, dest, stage, all);
-        g.sync();
+        ushmemi_dev_staged_move(d, g,
+                                ushmemi_dev_job_alltoall{stage, (const char *)src, nb, d.my_pe},
+                                dest, stage, all, call);
         return 0;
     }
     ushmemi_dev_coll_enter(d, g, call);
@@ -296,11 +305,9 @@ SHMEMX_DEV_FN int ushmemi_dev_broadcast(const shmemx_dev_t &d, G g, void *dest, 
     (void)ushmemi_dev_world(d, root, call); /* in range */
     if (ushmemi_dev_staged(nb, 1)) {        /* the root pushes */
         char *stage = ushmemi_dev_stage(d, g, call);
-        ushmemi_dev_push(
-            d, g, ushmemi_dev_job_one{stage, (const char *)src, d.my_pe == root ? nb : 0}, call);
-        ushmemi_dev_barrier(d, g, true, false, call);
-        ushmemi_dev_copy<false>(g, dest, stage, nb);
-        g.sync();
+        ushmemi_dev_staged_move(
+            d, g, ushmemi_dev_job_one{stage, (const char *)src, d.my_pe == root ? nb : 0}, dest,
+            stage, nb, call);
         return 0;
     }
     ushmemi_dev_coll_enter(d, g, call);
@@ -319,11 +326,9 @@ SHMEMX_DEV_FN int ushmemi_dev_fcollect(const shmemx_dev_t &d, G g, void *dest, c
         char *stage = ushmemi_dev_stage(d, g, call);
         if ((const char *)src != mine)
             ushmemi_dev_no_overlap(d, g, dest, nb * (size_t)d.n_pes, src, nb, "", call);
-        ushmemi_dev_push(
-            d, g, ushmemi_dev_job_one{stage + (size_t)d.my_pe * nb, (const char *)src, nb}, call);
-        ushmemi_dev_barrier(d, g, true, false, call);
-        ushmemi_dev_copy<false>(g, dest, stage, nb * (size_t)d.n_pes);
-        g.sync();
+        ushmemi_dev_staged_move(
+            d, g, ushmemi_dev_job_one{stage + (size_t)d.my_pe * nb, (const char *)src, nb}, dest,
+            stage, nb * (size_t)d.n_pes, call);
         return 0;
     }
     ushmemi_dev_coll_enter(d, g, call);
