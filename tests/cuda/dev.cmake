@@ -20,34 +20,33 @@ if(USHMEM_NVCC AND USHMEM_CUDA_KERNELS AND NOT USHMEM_SANITIZE) # nvcc links no 
       ${CMAKE_SOURCE_DIR}/include/shmem_gen.h)
   set(USHMEM_DEV_TEST_LINK $<TARGET_LINKER_FILE:ushmem> -Xlinker -rpath=$<TARGET_FILE_DIR:ushmem>
       -ldl -lpthread)
-  # dev_coll is two translation units (dev_coll.cu, dev_coll_reduce.cu, sharing
+  # A test is one program of one or more .cu parts, each compiled to an object,
+  # then linked. dev_coll is two (dev_coll.cu, dev_coll_reduce.cu, sharing
   # dev_coll.cuh) only for compile time: as one it was the build's last and
-  # longest step; its halves compile in parallel, then link into one program.
+  # longest step; its halves compile in parallel.
   set(USHMEM_DEV_TEST_OUTPUTS)
   foreach(name dev_rma dev_amo dev_moe dev_coll dev_wait)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/${name})
+    set(parts ${name})
+    set(part_headers)
     if(name STREQUAL "dev_coll")
-      set(objs)
-      foreach(part dev_coll dev_coll_reduce)
-        set(src ${CMAKE_CURRENT_LIST_DIR}/${part}.cu)
-        set(obj ${CMAKE_CURRENT_BINARY_DIR}/${part}.o)
-        add_custom_command(OUTPUT ${obj}
-          COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} -c ${src} -o ${obj}
-          DEPENDS ${src} ${CMAKE_CURRENT_LIST_DIR}/dev_coll.cuh ${USHMEM_DEV_TEST_HEADERS}
-          COMMENT "nvcc: device API test ${name} (${part}.cu)")
-        list(APPEND objs ${obj})
-      endforeach()
-      add_custom_command(OUTPUT ${out}
-        COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} ${objs} -o ${out} ${USHMEM_DEV_TEST_LINK}
-        DEPENDS ${objs} ushmem
-        COMMENT "nvcc: device API test ${name} (link)")
-    else()
-      set(src ${CMAKE_CURRENT_LIST_DIR}/${name}.cu)
-      add_custom_command(OUTPUT ${out}
-        COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} ${src} -o ${out} ${USHMEM_DEV_TEST_LINK}
-        DEPENDS ${src} ${USHMEM_DEV_TEST_HEADERS} ushmem
-        COMMENT "nvcc: device API test ${name}")
+      list(APPEND parts dev_coll_reduce)
+      set(part_headers ${CMAKE_CURRENT_LIST_DIR}/dev_coll.cuh)
     endif()
+    set(objs)
+    foreach(part ${parts})
+      set(src ${CMAKE_CURRENT_LIST_DIR}/${part}.cu)
+      set(obj ${CMAKE_CURRENT_BINARY_DIR}/${part}.o)
+      add_custom_command(OUTPUT ${obj}
+        COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} -c ${src} -o ${obj}
+        DEPENDS ${src} ${part_headers} ${USHMEM_DEV_TEST_HEADERS}
+        COMMENT "nvcc: device API test ${name} (${part}.cu)")
+      list(APPEND objs ${obj})
+    endforeach()
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${USHMEM_NVCC} ${USHMEM_DEV_TEST_NVCC_FLAGS} ${objs} -o ${out} ${USHMEM_DEV_TEST_LINK}
+      DEPENDS ${objs} ushmem
+      COMMENT "nvcc: device API test ${name} (link)")
     list(APPEND USHMEM_DEV_TEST_OUTPUTS ${out})
     foreach(n 2 4)
       add_test(NAME cuda/${name}/np${n}

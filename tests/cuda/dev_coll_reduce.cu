@@ -227,7 +227,6 @@ static void reduce_cases(const team_t *t, int reps, const char *tname)
  * in this order (the cases follow g_rng). */
 void dev_coll_reductions(const team_t *t, int reps)
 {
-    dt_me = shmem_my_pe(); /* dev_test.cuh's is per translation unit: this one's failures too */
     reduce_cases<int, O_SUM, true>(t, 4 * reps, "int");
     reduce_cases<float, O_SUM, true>(t, 4 * reps, "float");
     reduce_cases<unsigned, O_AND>(t, reps, "uint");

@@ -22,7 +22,9 @@
 
 #define DT_POISON 0
 
-static int dt_me = -1; /* this PE, once shmem_init returned */
+/* this PE, once shmem_init returned (inline: one for the whole program, so a
+ * test of several translation units, dev_coll, prints it from each) */
+inline int dt_me = -1;
 
 static inline uint64_t dt_seed(void)
 {
